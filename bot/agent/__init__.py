@@ -1,0 +1,1 @@
+"""The research agent: knows nothing of Slack or Discord."""

@@ -1,0 +1,148 @@
+"""What a run emits, step by step: pydantic events that are both the live progress and the trajectory."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from bot.agent.report import Report, Source
+
+
+class Ending(StrEnum):
+    """Why a run stopped: its `termination_reason`."""
+
+    COMPLETED = "completed"
+    MAX_TURNS_SYNTHESIZED = "max_turns_synthesized"
+    MAX_TURNS_SYNTHESIS_FAILED = "max_turns_synthesis_failed"
+    DEADLINE_SYNTHESIZED = "deadline_synthesized"
+    DEADLINE_SYNTHESIS_FAILED = "deadline_synthesis_failed"
+    FORCED_SYNTHESIZED = "forced_synthesized"
+    FORCED_SYNTHESIS_FAILED = "forced_synthesis_failed"
+    INTERRUPTED_SYNTHESIZED = "interrupted_synthesized"
+    INTERRUPTED_SYNTHESIS_FAILED = "interrupted_synthesis_failed"
+    CANCELLED = "cancelled"
+    REFUSED = "refused"
+    LLM_ERROR = "llm_error"
+
+
+class Usage(BaseModel):
+    """Tokens and cost, per call or summed over a run."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Event(BaseModel):
+    at: datetime = Field(default_factory=_now)
+
+
+class RunQueued(_Event):
+    kind: Literal["run_queued"] = "run_queued"
+    position: int
+    """1 = next to start."""
+
+
+class RunStarted(_Event):
+    kind: Literal["run_started"] = "run_started"
+    topic: str
+    mode: str
+
+
+class TurnStarted(_Event):
+    kind: Literal["turn_started"] = "turn_started"
+    turn: int
+
+
+class ModelText(_Event):
+    """Text the model wrote in a turn that also called tools (its reasoning out loud)."""
+
+    kind: Literal["model_text"] = "model_text"
+    turn: int
+    text: str
+
+
+class ToolCalled(_Event):
+    kind: Literal["tool_called"] = "tool_called"
+    turn: int
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ToolFinished(_Event):
+    kind: Literal["tool_finished"] = "tool_finished"
+    turn: int
+    call_id: str
+    name: str
+    is_error: bool
+    content: str
+    """What the model was given (after compression)."""
+    sources: list[Source] = Field(default_factory=list)
+    compressed: bool = False
+    duration_s: float = 0.0
+
+
+class UsageRecorded(_Event):
+    kind: Literal["usage"] = "usage"
+    turn: int
+    model: str
+    usage: Usage
+
+
+class Notice(_Event):
+    """Something a person watching should know (summarize requested, deadline reached …)."""
+
+    kind: Literal["notice"] = "notice"
+    message: str
+
+
+class SynthesisStarted(_Event):
+    kind: Literal["synthesis_started"] = "synthesis_started"
+    turn: int
+    reason: str
+
+
+class ReportReady(_Event):
+    kind: Literal["report_ready"] = "report_ready"
+    turn: int
+    report: Report
+    synthesis: bool
+    """True when a write-up was forced (turns, deadline, summarize) rather than chosen."""
+    from_evidence_only: bool = False
+    """True when the model could not write it and it was assembled from tool results."""
+
+
+class RunFinished(_Event):
+    kind: Literal["run_finished"] = "run_finished"
+    ending: Ending
+    turns: int
+    usage: Usage
+    error: str | None = None
+    """For a person: what failed and what to do, when something did."""
+
+
+Event = Annotated[
+    RunQueued | RunStarted | TurnStarted | ModelText | ToolCalled | ToolFinished | UsageRecorded
+    | Notice | SynthesisStarted | ReportReady | RunFinished,
+    Field(discriminator="kind"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -1,0 +1,120 @@
+"""Settings: every knob of the bot, read once from the environment and `.env`, validated at start."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import platformdirs
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Price(BaseModel):
+    """USD per million tokens for one model."""
+
+    input: float
+    output: float
+    cache_write: float
+    """5-minute cache writes."""
+    cache_read: float
+
+
+# One table, overridable with RESEARCH_BOT_PRICES (JSON). Rates as published for these models.
+DEFAULT_PRICES: dict[str, Price] = {
+    "claude-sonnet-5-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.10),
+    "claude-haiku-5-5": Price(input=0.10, output=0.50, cache_write=0.125, cache_read=0.01),
+    "claude-sonnet-5": Price(input=2.0, output=10.0, cache_write=2.5, cache_read=0.20),
+    "claude-opus-5-5": Price(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
+    "claude-sonnet-4-6": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
+    "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+}
+
+
+def _default_db() -> Path:
+    return Path(platformdirs.user_data_dir("research-bot")) / "research-bot.sqlite3"
+
+
+def _split_csv(value: Any) -> Any:
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Everything the bot can be told. Names are the environment variables, case-insensitive."""
+
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", populate_by_name=True)
+
+    anthropic_api_key: SecretStr | None = Field(default=None, alias="ANTHROPIC_API_KEY")
+    """Key for the Messages API (console.anthropic.com → API keys)."""
+    anthropic_base_url: str | None = Field(default=None, alias="ANTHROPIC_BASE_URL")
+    """The SDK's own variable: a proxy or a local fake of the Messages API."""
+    model: str = Field(default="claude-sonnet-5-5", alias="RESEARCH_BOT_MODEL")
+    """The research model."""
+    fast_model: str = Field(default="claude-haiku-5-5", alias="RESEARCH_BOT_FAST_MODEL")
+    """The cheap model that compresses large tool output."""
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES),
+                                     alias="RESEARCH_BOT_PRICES")
+    """USD per million tokens by model id; JSON in the environment, merged over the defaults."""
+
+    tavily_api_key: SecretStr | None = Field(default=None, alias="TAVILY_API_KEY")
+    """Tavily search; without it the key-less search provider is used."""
+    tavily_base_url: str | None = Field(default=None, alias="TAVILY_BASE_URL")
+
+    db_path: Path = Field(default_factory=_default_db, alias="RESEARCH_BOT_DB")
+    """The SQLite file that keeps every run."""
+
+    max_turns: int = Field(default=12, ge=1, le=100, alias="RESEARCH_BOT_MAX_TURNS")
+    """Model turns with tools before the run is asked to write up."""
+    deadline_s: float = Field(default=900, gt=0, le=86_400, alias="RESEARCH_BOT_DEADLINE_S")
+    """Wall-clock seconds of research before the run is asked to write up."""
+    synthesis_timeout_s: float = Field(default=180, gt=0, alias="RESEARCH_BOT_SYNTHESIS_TIMEOUT_S")
+    """Time allowed for the final write-up call, on top of the deadline."""
+    model_timeout_s: float = Field(default=120, gt=0, alias="RESEARCH_BOT_MODEL_TIMEOUT_S")
+    """Longest single model request; never more than what is left of the deadline."""
+    model_max_retries: int = Field(default=2, ge=0, le=10, alias="RESEARCH_BOT_MODEL_MAX_RETRIES")
+    """Retries the Anthropic SDK makes on 408/409/429/5xx/529 (its one retry policy)."""
+    max_output_tokens: int = Field(default=8_000, ge=256, alias="RESEARCH_BOT_MAX_OUTPUT_TOKENS")
+    """Output budget per turn (the report is one turn)."""
+    tool_timeout_s: float = Field(default=30, gt=0, alias="RESEARCH_BOT_TOOL_TIMEOUT_S")
+    """Each tool call's own timeout."""
+    compress_threshold_tokens: int = Field(default=3_000, ge=100,
+                                           alias="RESEARCH_BOT_COMPRESS_THRESHOLD_TOKENS")
+    """Tool output above this many (estimated) tokens is summarized by the fast model."""
+    max_concurrent_runs: int = Field(default=4, ge=1, le=64,
+                                     alias="RESEARCH_BOT_MAX_CONCURRENT_RUNS")
+    """Runs that research at once; more wait in a queue."""
+
+    fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, alias="RESEARCH_BOT_FETCH_ALLOW_HOSTS")
+    """`host[:port]` entries the fetch guard lets through although private (intranets, tests)."""
+
+    summarize_emoji: str = Field(default="memo", alias="RESEARCH_BOT_SUMMARIZE_EMOJI")
+    """Reaction name that means "Summarize now" (Slack name; Discord uses its unicode form)."""
+
+    slack_bot_token: SecretStr | None = Field(default=None, alias="SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
+    slack_api_url: str | None = Field(default=None, alias="SLACK_API_URL")
+    discord_token: SecretStr | None = Field(default=None, alias="DISCORD_TOKEN")
+    discord_api_url: str | None = Field(default=None, alias="DISCORD_API_URL")
+
+    @field_validator("fetch_allow_hosts", mode="before")
+    @classmethod
+    def _csv(cls, value: Any) -> Any:
+        return _split_csv(value)
+
+    @field_validator("prices", mode="after")
+    @classmethod
+    def _merge_prices(cls, value: dict[str, Price]) -> dict[str, Price]:
+        return {**DEFAULT_PRICES, **value}
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
+        """Settings from a plain mapping only (no environment, no `.env`): what tests use."""
+        return cls.model_validate(dict(values))
+
+    def price(self, model: str) -> Price | None:
+        return self.prices.get(model)

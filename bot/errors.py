@@ -1,0 +1,36 @@
+"""The small exception tree, and which errors a user sees.
+
+    BotError                      base; its message is safe to show a user
+    ├── ConfigError               a setting is missing or invalid (exit 2, no traceback)
+    ├── RequestError              a user's request is malformed (short usage message)
+    ├── NotFoundError             a run id unknown in this workspace
+    └── ToolError                 an expected tool failure: becomes an is_error tool_result
+        └── FetchRefused          the fetch guard said no (private address, bad scheme, size …)
+
+Model API failures stay the SDK's own typed errors (anthropic.APIError and subclasses);
+the loop turns them into the `llm_error` ending with a message a user can act on.
+"""
+
+
+class BotError(Exception):
+    """Base class; the message is written for the person who will read it."""
+
+
+class ConfigError(BotError):
+    """A setting is missing or invalid."""
+
+
+class RequestError(BotError):
+    """A request from a user cannot be run as it is."""
+
+
+class NotFoundError(BotError):
+    """No such run here."""
+
+
+class ToolError(BotError):
+    """An expected failure of a tool; the model reads the message and may try something else."""
+
+
+class FetchRefused(ToolError):
+    """The fetch guard refused a URL, an address, a redirect, a size or a content type."""
