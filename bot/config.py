@@ -8,7 +8,12 @@ from typing import Annotated, Any
 
 import platformdirs
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 class Price(BaseModel):
@@ -114,7 +119,16 @@ class Settings(BaseSettings):
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
         """Settings from a plain mapping only (no environment, no `.env`): what tests use."""
-        return cls.model_validate(dict(values))
+        return _MappingOnly(**values)
 
     def price(self, model: str) -> Price | None:
         return self.prices.get(model)
+
+
+class _MappingOnly(Settings):
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        *sources: PydanticBaseSettingsSource, **named: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)

@@ -4,11 +4,12 @@
     ├── ConfigError               a setting is missing or invalid (exit 2, no traceback)
     ├── RequestError              a user's request is malformed (short usage message)
     ├── NotFoundError             a run id unknown in this workspace
+    ├── ModelError                the model API failed after the SDK's own retries
     └── ToolError                 an expected tool failure: becomes an is_error tool_result
         └── FetchRefused          the fetch guard said no (private address, bad scheme, size …)
 
-Model API failures stay the SDK's own typed errors (anthropic.APIError and subclasses);
-the loop turns them into the `llm_error` ending with a message a user can act on.
+The SDK's typed errors are translated into ModelError in bot/agent/models.py, the one module
+that imports `anthropic`; the loop turns them into the `llm_error` ending.
 """
 
 
@@ -26,6 +27,10 @@ class RequestError(BotError):
 
 class NotFoundError(BotError):
     """No such run here."""
+
+
+class ModelError(BotError):
+    """The model could not answer; the message says why and what to do."""
 
 
 class ToolError(BotError):

@@ -23,6 +23,8 @@ class Ending(StrEnum):
     FORCED_SYNTHESIS_FAILED = "forced_synthesis_failed"
     INTERRUPTED_SYNTHESIZED = "interrupted_synthesized"
     INTERRUPTED_SYNTHESIS_FAILED = "interrupted_synthesis_failed"
+    CONTEXT_FULL_SYNTHESIZED = "context_full_synthesized"
+    CONTEXT_FULL_SYNTHESIS_FAILED = "context_full_synthesis_failed"
     CANCELLED = "cancelled"
     REFUSED = "refused"
     LLM_ERROR = "llm_error"
@@ -97,6 +99,8 @@ class ToolFinished(_Event):
     content: str
     """What the model was given (after compression)."""
     sources: list[Source] = Field(default_factory=list)
+    numbers: list[int] = Field(default_factory=list)
+    """The run's citation number of each source, in the same order."""
     compressed: bool = False
     duration_s: float = 0.0
 

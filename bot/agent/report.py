@@ -50,6 +50,17 @@ class SourceRegistry:
             self._by_url[key] = len(self.sources)
         return self._by_url[key]
 
+    def restore(self, number: int, source: Source) -> None:
+        """Put back a source under the number it had (rebuilding a run from its stored events)."""
+        while len(self.sources) < number:
+            self.sources.append(Source(url=f"missing:{len(self.sources) + 1}"))
+        self.sources[number - 1] = source
+        self._by_url[_normal_url(source.url)] = number
+
+    def alias(self, url: str, number: int) -> None:
+        """Another URL for an already numbered source (the address before a redirect)."""
+        self._by_url.setdefault(_normal_url(url), number)
+
     def number(self, url: str) -> int | None:
         return self._by_url.get(_normal_url(url))
 
@@ -117,15 +128,19 @@ class _Renumber:
         self.cited: list[Source] = []
 
     def __call__(self, text: str) -> str:
-        text = self.strip_links(text)
+        text = _LINK.sub(self._link, text)
         return _CITATION.sub(self._citation, text)
 
-    def strip_links(self, text: str) -> str:
-        """Keep links to retrieved pages; a URL the run never saw loses its link, keeps its words."""
-        def link(match: re.Match[str]) -> str:
-            label, url = match.groups()
-            return match.group(0) if self._registry.number(url) else label
-        return _LINK.sub(link, text)
+    @staticmethod
+    def strip_links(text: str) -> str:
+        return _LINK.sub(lambda match: match.group(1), text)
+
+    def _link(self, match: re.Match[str]) -> str:
+        """A link to a retrieved page becomes a citation; a URL the run never saw keeps only
+        its words."""
+        label, url = match.groups()
+        number = self._registry.number(url)
+        return f"{label} [{number}]" if number else label
 
     def _citation(self, match: re.Match[str]) -> str:
         numbers = [self._map(int(n)) for n in match.group(1).split(",")]

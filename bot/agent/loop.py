@@ -1,0 +1,238 @@
+"""The tool-use loop and its endings: turns, parallel tools, stop reasons, limits, synthesis.
+
+A run is the message list plus counters (`RunState`). Work happens in one task that emits
+events into a queue; `research()` hands them on as they come, so a notice can be emitted
+while a model call is still in flight. Endings are `Stop` exceptions carrying their reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from bot.agent.compress import Compressor
+from bot.agent.control import Control
+from bot.agent.events import (
+    Event,
+    ModelText,
+    Notice,
+    RunStarted,
+    ToolCalled,
+    ToolFinished,
+    TurnStarted,
+    UsageRecorded,
+)
+from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
+from bot.agent.prompts import continue_after_max_tokens, system_prompt, task
+from bot.agent.state import RunState, Stop, fence
+from bot.agent.tools import ToolContext, Toolbox
+from bot.agent.writeup import WriteUp
+from bot.domain import Request
+from bot.errors import ModelError
+
+T = TypeVar("T")
+EPHEMERAL = {"type": "ephemeral"}
+NOTHING_YET = ("Nothing has been gathered yet, so there is nothing to summarize. The research "
+               "goes on; press again in a moment, or cancel.")
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_turns: int = 12
+    deadline_s: float = 900
+    synthesis_timeout_s: float = 180
+    model_timeout_s: float = 120
+    max_output_tokens: int = 8_000
+
+
+class Researcher:
+    """The research agent: the `Engine` the runs service drives."""
+
+    def __init__(self, model: ModelPort, toolbox: Toolbox, compressor: Compressor,
+                 limits: Limits) -> None:
+        self._model = model
+        self._toolbox = toolbox
+        self._compressor = compressor
+        self._limits = limits
+        self._tools = toolbox.schemas()
+        self._writeup = WriteUp(model, limits=limits, tools=self._tools,
+                                guard=self._guard, call=self._turn_call)
+
+    def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
+        return _drain(lambda emit: self._work(request, control, emit))
+
+    def recover(self, run_id: str, request: Request, history: list[Event]) -> AsyncIterator[Event]:
+        def work(emit: Callable[[Event], None]) -> Coroutine[Any, Any, None]:
+            run = RunState.from_history(request, history, emit, self._deadline())
+            return self._writeup.recover(run, Control())
+        return _drain(work)
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._limits.deadline_s
+
+    async def _work(self, request: Request, control: Control,
+                    emit: Callable[[Event], None]) -> None:
+        run = RunState.start(request, emit, self._deadline(),
+                             system=system_prompt(request.mode), task=task(request.mode,
+                                                                           request.topic))
+        emit(RunStarted(topic=request.topic, mode=request.mode.value))
+        try:
+            text = await self._turns(run, control)
+        except Stop as stop:
+            await self._writeup.end(run, control, stop)
+        else:
+            self._writeup.completed(run, text)
+
+    async def _turns(self, run: RunState, control: Control) -> str:
+        while run.turn < self._limits.max_turns:
+            run.turn += 1
+            run.emit(TurnStarted(turn=run.turn))
+            reply = await self._ask(run, control, self._turn_call(run))
+            if reply.stop_reason in ("end_turn", "stop_sequence"):
+                if reply.text:
+                    return reply.text
+                raise Stop("llm_error", "The model ended without writing a report.")
+            if reply.stop_reason == "tool_use":
+                run.messages.append({"role": "assistant", "content": reply.content})
+                if reply.text:
+                    run.emit(ModelText(turn=run.turn, text=reply.text))
+                await self._run_tools(run, control, reply.tool_uses)
+            elif reply.stop_reason == "max_tokens":
+                # A cut-off tool_use has partial input: drop it, keep the words, ask to go on.
+                kept = [b for b in reply.content if b.get("type") != "tool_use"]
+                if kept:
+                    run.messages.append({"role": "assistant", "content": kept})
+                run.messages.append({"role": "user", "content": continue_after_max_tokens()})
+            elif reply.stop_reason == "pause_turn":
+                run.messages.append({"role": "assistant", "content": reply.content})
+            elif reply.stop_reason == "refusal":
+                raise Stop("refused", "The model declined to continue this research.")
+            elif reply.stop_reason == "model_context_window_exceeded":
+                raise Stop("context")
+            else:
+                raise Stop("llm_error", f"The model stopped for an unknown reason "
+                                        f"({reply.stop_reason}).")
+        raise Stop("max_turns")
+
+    async def _ask(self, run: RunState, control: Control, call: ModelCall) -> ModelReply:
+        try:
+            reply = await self._guard(run, control, self._model.complete(call),
+                                      until=run.deadline, allow_summarize=True)
+        except ModelError as error:
+            raise Stop("llm_error", str(error)) from error
+        run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
+        return reply
+
+    def _turn_call(self, run: RunState, tool_choice: dict[str, str] | None = None,
+                   until: float | None = None) -> ModelCall:
+        left = (until or run.deadline) - time.monotonic()
+        return ModelCall(
+            system=[{"type": "text", "text": run.system, "cache_control": EPHEMERAL}],
+            messages=with_cache_breakpoints(run.messages), tools=self._tools,
+            tool_choice=tool_choice, max_tokens=self._limits.max_output_tokens,
+            timeout_s=max(1.0, min(self._limits.model_timeout_s, left)),
+        )
+
+    async def _run_tools(self, run: RunState, control: Control, uses: list[ToolUse]) -> None:
+        for use in uses:
+            run.emit(ToolCalled(turn=run.turn, call_id=use.id, name=use.name, input=use.input))
+        tasks = [asyncio.ensure_future(self._one_tool(run, use)) for use in uses]
+        try:
+            await self._guard(run, control, asyncio.gather(*tasks), until=run.deadline,
+                              allow_summarize=True)
+        finally:
+            # Whatever ended the turn, every tool_use gets its tool_result: finished tools keep
+            # theirs, the rest say they were stopped, so synthesis sees a valid conversation.
+            blocks = [t.result() if t.done() and not t.cancelled() and t.exception() is None
+                      else _stopped(use) for t, use in zip(tasks, uses, strict=True)]
+            run.messages.append({"role": "user", "content": blocks})
+
+    async def _one_tool(self, run: RunState, use: ToolUse) -> dict[str, Any]:
+        result = await self._toolbox.call(ToolContext(run.registry), use.name, use.input)
+        out, compressed = result.output, False
+        body = out.body
+        if body and not result.is_error:
+            body, compressed, usage = await self._compressor.compress(
+                body, goal=run.task, tool=use.name)
+            if compressed:
+                run.record(UsageRecorded(turn=run.turn, model=self._compressor.model, usage=usage))
+        content = out.heading + (f"\n{fence(body)}" if body else "")
+        numbers = [run.registry.number(s.url) or 0 for s in out.sources]
+        run.record(ToolFinished(
+            turn=run.turn, call_id=use.id, name=use.name, is_error=result.is_error,
+            content=content, sources=out.sources, numbers=numbers, compressed=compressed,
+            duration_s=result.duration_s))
+        return {"type": "tool_result", "tool_use_id": use.id, "content": content,
+                "is_error": result.is_error}
+
+    async def _guard(self, run: RunState, control: Control, work: Awaitable[T], *,
+                     until: float, allow_summarize: bool) -> T:
+        """Await `work`, but stop it the moment the run is cancelled, summarized or out of time."""
+        task = asyncio.ensure_future(work)
+        try:
+            while True:
+                stop = asyncio.ensure_future(_first_set(control, allow_summarize))
+                done, _ = await asyncio.wait({task, stop}, timeout=max(0.0, until - time.monotonic()),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                stop.cancel()
+                if task in done:
+                    return task.result()
+                if not done:
+                    raise Stop("deadline")
+                if control.cancel_requested.is_set():
+                    raise Stop("cancelled")
+                if run.registry.sources:
+                    raise Stop("forced")
+                run.emit(Notice(message=NOTHING_YET))
+                control.rearm_summarize()
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+
+async def _first_set(control: Control, allow_summarize: bool) -> None:
+    if allow_summarize:
+        await control.wait_any()
+    else:
+        await control.cancel_requested.wait()
+
+
+def _stopped(use: ToolUse) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": use.id, "is_error": True,
+            "content": f"{use.name} was stopped before it finished."}
+
+
+def with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A copy of the conversation with `cache_control` on the last block of the last two user
+    messages: this turn writes the cache, the next turn reads it (with system: 3 of 4 allowed)."""
+    out = [dict(m) for m in messages]
+    marked = 0
+    for message in reversed(out):
+        if message["role"] != "user" or marked == 2:
+            continue
+        content = message["content"]
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+        blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
+        message["content"] = blocks
+        marked += 1
+    return out
+
+
+async def _drain(work: Callable[[Callable[[Event], None]], Coroutine[Any, Any, None]],
+                 ) -> AsyncIterator[Event]:
+    """Run `work` in its own task and yield the events it emits, as they come."""
+    queue: asyncio.Queue[Event | None] = asyncio.Queue()
+    task = asyncio.create_task(work(queue.put_nowait))
+    task.add_done_callback(lambda _: queue.put_nowait(None))
+    try:
+        while (event := await queue.get()) is not None:
+            yield event
+        task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,77 @@
+"""One run's state: the conversation, its numbered sources, counters, and how a run stops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.agent.prompts import system_prompt, task
+from bot.agent.events import Event, ReportReady, ToolFinished, TurnStarted, Usage, UsageRecorded
+from bot.agent.report import Report, SourceRegistry
+from bot.domain import Request
+
+
+class Stop(Exception):  # noqa: N818 - an ending, not an error
+    """The research phase is over; `why` names the ending, `message` is for a person."""
+
+    def __init__(self, why: str, message: str | None = None) -> None:
+        super().__init__(why)
+        self.why = why
+        self.message = message
+
+
+def fence(body: str) -> str:
+    """Web text goes to the model only inside these tags; a page cannot close them early."""
+    return "<web_content>\n" + body.replace("</web_content", "<\\/web_content") + "\n</web_content>"
+
+
+@dataclass
+class RunState:
+    request: Request
+    emit: Callable[[Event], None]
+    deadline: float
+    """time.monotonic() by which research must stop and write up."""
+    system: str
+    task: str
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    registry: SourceRegistry = field(default_factory=SourceRegistry)
+    turn: int = 0
+    usage: Usage = field(default_factory=Usage)
+    evidence: list[str] = field(default_factory=list)
+    """What the tools returned (not errors): material for a write-up from evidence."""
+    prior_report: Report | None = None
+
+    @classmethod
+    def start(cls, request: Request, emit: Callable[[Event], None], deadline: float, *,
+              system: str, task: str) -> RunState:
+        return cls(request=request, emit=emit, deadline=deadline, system=system, task=task,
+                   messages=[{"role": "user", "content": task}])
+
+    @classmethod
+    def from_history(cls, request: Request, history: list[Event], emit: Callable[[Event], None],
+                     deadline: float) -> RunState:
+        """Rebuild what a run had gathered from its stored events (restart recovery)."""
+        run = cls(request=request, emit=emit, deadline=deadline,
+                  system=system_prompt(request.mode), task=task(request.mode, request.topic))
+        for event in history:
+            if isinstance(event, TurnStarted):
+                run.turn = max(run.turn, event.turn)
+            elif isinstance(event, UsageRecorded):
+                run.usage += event.usage
+            elif isinstance(event, ToolFinished) and not event.is_error:
+                run.evidence.append(event.content)
+                for number, source in zip(event.numbers, event.sources, strict=False):
+                    if number:
+                        run.registry.restore(number, source)
+            elif isinstance(event, ReportReady):
+                run.prior_report = event.report
+        return run
+
+    def record(self, event: Event) -> None:
+        """Emit an event and keep what the run must remember of it."""
+        if isinstance(event, UsageRecorded):
+            self.usage += event.usage
+        elif isinstance(event, ToolFinished) and not event.is_error:
+            self.evidence.append(event.content)
+        self.emit(event)

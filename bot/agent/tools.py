@@ -1,0 +1,130 @@
+"""Tool registry: typed async tools with a pydantic input model, a generated schema and a timeout.
+
+Tool failures are data: an expected failure (ToolError, a timeout, input that does not
+validate) comes back as an error result the model can read. Bugs still raise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, Field, HttpUrl, ValidationError
+
+from bot.agent.fetch import PageFetcher
+from bot.agent.report import Source, SourceRegistry
+from bot.agent.search import SearchProvider
+from bot.errors import ToolError
+
+Args = TypeVar("Args", bound=BaseModel)
+
+
+class ToolOutput(BaseModel):
+    heading: str
+    """Our own words (source numbers, URL): never compressed, never untrusted."""
+    body: str = ""
+    """What the web said: untrusted, may be compressed, always fenced as data."""
+    sources: list[Source] = Field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    """What tools may touch: the run's numbered sources."""
+
+    registry: SourceRegistry
+
+
+@dataclass(frozen=True)
+class Tool(Generic[Args]):
+    name: str
+    input_model: type[Args]
+    run: Callable[[ToolContext, Args], Awaitable[ToolOutput]]
+    timeout_s: float
+
+    @property
+    def description(self) -> str:
+        return (self.run.__doc__ or "").strip()
+
+    def schema(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description,
+                "input_schema": self.input_model.model_json_schema()}
+
+
+class ToolResult(BaseModel):
+    is_error: bool
+    output: ToolOutput
+    duration_s: float
+
+
+class Toolbox:
+    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values()]
+
+    async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult:
+        started = time.monotonic()
+        output, is_error = await self._call(ctx, name, raw_input)
+        return ToolResult(is_error=is_error, output=output,
+                          duration_s=time.monotonic() - started)
+
+    async def _call(self, ctx: ToolContext, name: str,
+                    raw_input: dict[str, Any]) -> tuple[ToolOutput, bool]:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolOutput(heading=f"Unknown tool {name!r}. Use: {', '.join(self._tools)}."), True
+        try:
+            args = tool.input_model.model_validate(raw_input)
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}"
+                                 for e in error.errors())
+            return ToolOutput(heading=f"Invalid input for {name}: {problems}"), True
+        try:
+            async with asyncio.timeout(tool.timeout_s):
+                return await tool.run(ctx, args), False
+        except TimeoutError:
+            return ToolOutput(heading=f"{name} timed out after {tool.timeout_s:.0f}s."), True
+        except ToolError as error:
+            return ToolOutput(heading=f"{name} failed: {error}"), True
+
+
+class SearchArgs(BaseModel):
+    query: str = Field(min_length=2, max_length=400, description="What to search the web for.")
+    max_results: int = Field(default=6, ge=1, le=10)
+
+
+class ReadPageArgs(BaseModel):
+    url: HttpUrl = Field(description="An http(s) URL, usually one from the search results.")
+
+
+def research_tools(search: SearchProvider, fetcher: PageFetcher, *,
+                   timeout_s: float) -> Toolbox:
+    """The two tools of a research run."""
+
+    async def web_search(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
+        """Search the web. Returns numbered results (title, URL, snippet); cite them as [n]."""
+        results = await search.search(args.query, args.max_results)
+        if not results:
+            return ToolOutput(heading=f"No results for {args.query!r}. Try other words.")
+        lines = [f"[{ctx.registry.add(s)}] {s.title}\n{s.url}\n{s.snippet}" for s in results]
+        return ToolOutput(heading=f"Results for {args.query!r}:", body="\n\n".join(lines),
+                          sources=results)
+
+    async def read_page(ctx: ToolContext, args: ReadPageArgs) -> ToolOutput:
+        """Read a web page and return its main text. Cite it with the number in the heading."""
+        page = await fetcher.fetch(str(args.url))
+        source = Source(url=page.url, title=page.title, snippet=page.text[:300])
+        number = ctx.registry.add(source)
+        # The URL the model asked for counts as retrieved too, when a redirect moved it.
+        ctx.registry.alias(str(args.url), number)
+        return ToolOutput(heading=f"[{number}] {page.title or page.url}\n{page.url}",
+                          body=page.text, sources=[source])
+
+    return Toolbox([
+        Tool("web_search", SearchArgs, web_search, timeout_s),
+        Tool("read_page", ReadPageArgs, read_page, timeout_s),
+    ])

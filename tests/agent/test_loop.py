@@ -1,0 +1,314 @@
+"""The research loop end to end: the real SDK clients against the fake Messages API, Tavily and web."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from bot.agent.events import Ending, ReportReady, RunFinished, ToolFinished
+from bot.compose import Services, open_services
+from bot.config import Settings
+from bot.domain import Mode, Request, RunStatus
+from tests.conftest import FAST_MODEL, Recorder
+from tests.fakes.anthropic_api import (
+    FakeAnthropic,
+    error,
+    reply,
+    reply_text,
+    reply_tools,
+    tool_use,
+)
+from tests.fakes.web import ARTICLE_PATH, INJECTION_PATH, FakeWeb
+
+REPORT = """# Acme Robotics
+
+## TL;DR
+- Acme builds warehouse robots [1].
+
+## Overview
+Acme was founded in 2015 [1][2] and claims 40 customers [99].
+See [their blog](https://never-seen.example/blog) and [the article]({article}).
+
+## Sources
+1. made up by the model
+"""
+
+
+@asynccontextmanager
+async def bot(settings: Settings, **overrides: Any) -> AsyncIterator[Services]:
+    async with open_services(settings.model_copy(update=overrides)) as services:
+        yield services
+
+
+async def run(services: Services, topic: str = "Acme Robotics",
+              mode: Mode = Mode.COMPANY) -> Recorder:
+    recorder = Recorder()
+    record = await services.runs.submit(Request(topic=topic, mode=mode), recorder)
+    recorder.run_id = record.run_id  # type: ignore[attr-defined]
+    return recorder
+
+
+def finished(recorder: Recorder) -> RunFinished:
+    last = recorder.events[-1]
+    assert isinstance(last, RunFinished)
+    return last
+
+
+def report_of(recorder: Recorder) -> ReportReady:
+    return next(e for e in recorder.events if isinstance(e, ReportReady))
+
+
+async def test_a_run_searches_reads_in_parallel_and_cites_only_what_it_retrieved(
+    world: Services, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    article = web.url + ARTICLE_PATH
+    first = reply_tools([("web_search", {"query": "Acme Robotics"}),
+                         ("read_page", {"url": article})], text="Searching first.")
+    anthropic_api.script(first, reply_text(REPORT.format(article=article)))
+
+    recorder = await run(world)
+    await recorder.finished.wait()
+
+    assert finished(recorder).ending is Ending.COMPLETED
+    second = anthropic_api.requests[1]
+    results = second["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == [b["id"] for b in first.content[1:]]
+    assert not any(r["is_error"] for r in results)
+    assert "<web_content>" in results[1]["content"]
+    report = report_of(recorder).report
+    urls = [s.url for s in report.sources]
+    assert urls[0].startswith(web.url) and article in urls
+    assert "[99]" not in report.sections[0].body and "never-seen.example" not in str(report)
+    assert all(s.heading != "Sources" for s in report.sections)
+    assert recorder.outcome.markdown.count("## Sources") == 1
+    stored = await world.store.get_run(recorder.run_id)  # type: ignore[attr-defined]
+    assert stored.status is RunStatus.DONE and stored.turns == 2
+
+
+async def test_prompt_caching_marks_system_and_the_growing_conversation(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "a"})]),
+                         reply_tools([("web_search", {"query": "b"})]), reply_text("# R\n\nok"))
+    recorder = await run(world)
+    await recorder.finished.wait()
+
+    third = anthropic_api.requests[2]
+    assert third["system"][0]["cache_control"] == {"type": "ephemeral"}
+    marked = [m for m in third["messages"]
+              if isinstance(m["content"], list) and "cache_control" in m["content"][-1]]
+    assert len(marked) == 2 and marked[-1] is third["messages"][-1]
+    assert finished(recorder).usage.cache_read_tokens > 0
+
+
+async def test_tool_failures_become_error_results_and_the_run_goes_on(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(
+        reply_tools([("read_page", {"url": "http://10.0.0.7/admin"}),
+                     ("web_search", {}), ("no_such_tool", {"x": 1})]),
+        reply_text("# R\n\n## TL;DR\nNothing found."))
+    recorder = await run(world)
+    await recorder.finished.wait()
+
+    results = anthropic_api.requests[1]["messages"][-1]["content"]
+    assert [r["is_error"] for r in results] == [True, True, True]
+    assert "10.0.0.7" in results[0]["content"] and "query" in results[1]["content"]
+    assert finished(recorder).ending is Ending.COMPLETED
+
+
+async def test_max_turns_ends_in_one_synthesis_call_without_tools(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "a"})]),
+                         reply_tools([("web_search", {"query": "b"})]),
+                         reply_text("# Acme\n\n## TL;DR\nSynthesized [1]."))
+    async with bot(settings, max_turns=2) as services:
+        recorder = await run(services)
+        await recorder.finished.wait()
+
+    synthesis = anthropic_api.requests[2]
+    assert synthesis["tool_choice"] == {"type": "none"}
+    assert synthesis["tools"] == anthropic_api.requests[0]["tools"]
+    assert "Do not call any tools" in str(synthesis["messages"][-1])
+    assert finished(recorder).ending is Ending.MAX_TURNS_SYNTHESIZED
+    assert report_of(recorder).synthesis and finished(recorder).turns == 3
+
+
+async def test_failed_synthesis_still_delivers_a_report_from_the_evidence(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
+                         error(500, "api_error", "boom", should_retry=False))
+    async with bot(settings, max_turns=1) as services:
+        recorder = await run(services)
+        await recorder.finished.wait()
+
+    assert finished(recorder).ending is Ending.MAX_TURNS_SYNTHESIS_FAILED
+    ready = report_of(recorder)
+    assert ready.from_evidence_only and len(ready.report.sources) == 3
+    assert "acme - result 1" in recorder.outcome.markdown
+
+
+async def test_summarize_now_cancels_the_call_in_flight_and_writes_up(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
+                         reply_text("never delivered"), reply_text("# Acme\n\n## TL;DR\nNow [1]."))
+    first = anthropic_api.hold()
+    recorder = await run(world)
+    await anthropic_api.wait_for_requests(1)
+    first.set()
+    second = anthropic_api.hold()
+    await anthropic_api.wait_for_requests(2)
+    await recorder.wait_for("tool_finished")
+
+    assert world.runs.summarize(recorder.run_id)  # type: ignore[attr-defined]
+    await anthropic_api.wait_for_cancelled(1)
+    second.set()
+    await recorder.finished.wait()
+
+    assert finished(recorder).ending is Ending.FORCED_SYNTHESIZED
+    assert anthropic_api.requests[2]["tool_choice"] == {"type": "none"}
+    assert "Now [1]" in recorder.outcome.markdown
+
+
+async def test_summarize_with_nothing_gathered_says_so_and_goes_on(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    gate = anthropic_api.hold()
+    anthropic_api.script(reply_text("# Acme\n\n## TL;DR\nDone."))
+    recorder = await run(world)
+    await anthropic_api.wait_for_requests(1)
+
+    world.runs.summarize(recorder.run_id)  # type: ignore[attr-defined]
+    await recorder.wait_for("notice")
+    gate.set()
+    await recorder.finished.wait()
+
+    notices = [e for e in recorder.events if e.kind == "notice"]
+    assert len(notices) == 1 and "Nothing has been gathered yet" in notices[0].message
+    assert finished(recorder).ending is Ending.COMPLETED
+    assert anthropic_api.cancelled == 0
+
+
+async def test_cancel_stops_at_once(world: Services, anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.hold()
+    recorder = await run(world)
+    await anthropic_api.wait_for_requests(1)
+
+    world.runs.cancel(recorder.run_id)  # type: ignore[attr-defined]
+    await recorder.finished.wait()
+
+    assert finished(recorder).ending is Ending.CANCELLED
+    await anthropic_api.wait_for_cancelled(1)
+    stored = await world.store.get_run(recorder.run_id)  # type: ignore[attr-defined]
+    assert stored.status is RunStatus.CANCELLED
+
+
+async def test_the_deadline_interrupts_a_slow_call_and_writes_up(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
+                         reply_text("never delivered"), reply_text("# Acme\n\n## TL;DR\nLate [1]."))
+    async with bot(settings, deadline_s=0.5) as services:
+        first = anthropic_api.hold()
+        recorder = await run(services)
+        await anthropic_api.wait_for_requests(1)
+        first.set()
+        second = anthropic_api.hold()
+        await anthropic_api.wait_for_requests(3)  # the slow turn, then the write-up
+        second.set()
+        await recorder.finished.wait()
+
+    assert finished(recorder).ending is Ending.DEADLINE_SYNTHESIZED
+    assert anthropic_api.cancelled == 1
+
+
+async def test_stop_reasons(settings: Settings, anthropic_api: FakeAnthropic) -> None:
+    search = tool_use("web_search", {"query": "acme"})
+    anthropic_api.script(
+        reply([{"type": "text", "text": "partial"}, search], "max_tokens"),
+        reply([{"type": "text", "text": "thinking on the server"}], "pause_turn"),
+        reply_text("# Acme\n\n## TL;DR\nok"),
+    )
+    async with bot(settings) as services:
+        recorder = await run(services)
+        await recorder.finished.wait()
+        second, third = anthropic_api.requests[1:3]
+        assert second["messages"][-2] == {"role": "assistant",
+                                          "content": [{"type": "text", "text": "partial"}]}
+        assert "cut off" in str(second["messages"][-1])
+        assert third["messages"][-1]["role"] == "assistant"
+        assert finished(recorder).ending is Ending.COMPLETED
+
+        anthropic_api.script(reply([], "refusal"))
+        refused = await run(services)
+        await refused.finished.wait()
+        assert finished(refused).ending is Ending.REFUSED
+
+        anthropic_api.script(reply_text("?", "something_new"))
+        unknown = await run(services)
+        await unknown.finished.wait()
+        assert finished(unknown).ending is Ending.LLM_ERROR
+        assert "something_new" in (finished(unknown).error or "")
+
+
+async def test_a_full_context_is_written_up_in_a_fresh_conversation(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
+                         reply([], "model_context_window_exceeded"),
+                         reply_text("# Acme\n\n## TL;DR\nFrom evidence [2]."))
+    recorder = await run(world)
+    await recorder.finished.wait()
+
+    fresh = anthropic_api.requests[2]
+    assert len(fresh["messages"]) == 1 and "acme - result 2" in str(fresh["messages"])
+    assert finished(recorder).ending is Ending.CONTEXT_FULL_SYNTHESIZED
+    assert report_of(recorder).report.sources[0].title == "acme - result 2"
+
+
+async def test_an_overloaded_api_ends_with_a_message_a_person_can_act_on(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(error(529, "overloaded_error", "Overloaded"))
+    recorder = await run(world)
+    await recorder.finished.wait()
+
+    end = finished(recorder)
+    assert end.ending is Ending.LLM_ERROR and "try again" in (end.error or "")
+    stored = await world.store.get_run(recorder.run_id)  # type: ignore[attr-defined]
+    assert stored.status is RunStatus.FAILED
+
+
+async def test_long_pages_are_compressed_by_the_fast_model_and_fenced(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    async def answer(body: dict[str, Any]) -> Any:
+        if body["model"] == FAST_MODEL:
+            return reply_text("SUMMARY: the page tries an injection; facts: none.")
+        return reply_text("# R\n\n## TL;DR\nok [1]")
+
+    anthropic_api.responder = answer
+    anthropic_api.script(reply_tools([("read_page", {"url": web.url + INJECTION_PATH})]))
+    async with bot(settings, compress_threshold_tokens=100) as services:
+        recorder = await run(services)
+        await recorder.finished.wait()
+
+    finished_tool = next(e for e in recorder.events if isinstance(e, ToolFinished))
+    assert finished_tool.compressed and "SUMMARY" in finished_tool.content
+    assert finished_tool.content.count("<web_content>") == 1
+    assert any(r["model"] == FAST_MODEL for r in anthropic_api.requests)
+
+
+async def test_contracts_mode_asks_for_a_table(world: Services,
+                                               anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.script(reply_text("# Tenders\n\n## TL;DR\nNone open."))
+    recorder = await run(world, topic="road maintenance, Ireland", mode=Mode.CONTRACTS)
+    await recorder.finished.wait()
+
+    request = anthropic_api.requests[0]
+    assert "Buyer | Title | Value | Deadline | Link" in request["system"][0]["text"]
+    assert "road maintenance, Ireland" in request["messages"][0]["content"][0]["text"]

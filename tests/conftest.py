@@ -1,0 +1,93 @@
+"""The fake world every end-to-end test runs in: a Messages API, Tavily and a web, all on 127.0.0.1."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.compose import Services, open_services
+from bot.config import Settings
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.tavily_api import FakeTavily
+from tests.fakes.web import FakeWeb
+
+TEST_MODEL = "claude-sonnet-4-6"
+FAST_MODEL = "claude-haiku-4-5"
+
+
+@pytest.fixture
+async def web() -> AsyncIterator[FakeWeb]:
+    async with FakeWeb() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def anthropic_api() -> AsyncIterator[FakeAnthropic]:
+    async with FakeAnthropic(min_cache_tokens=0) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def tavily(web: FakeWeb) -> AsyncIterator[FakeTavily]:
+    async with FakeTavily(api_key="tvly-test", result_base=web.url) as fake:
+        yield fake
+
+
+def world_env(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily,
+              web: FakeWeb) -> dict[str, str]:
+    """The environment that points the bot at the fakes (also used for CLI subprocesses)."""
+    return {
+        "ANTHROPIC_API_KEY": "sk-test",
+        "ANTHROPIC_BASE_URL": anthropic_api.url,
+        "RESEARCH_BOT_MODEL": TEST_MODEL,
+        "RESEARCH_BOT_FAST_MODEL": FAST_MODEL,
+        "RESEARCH_BOT_MODEL_MAX_RETRIES": "0",
+        "TAVILY_API_KEY": "tvly-test",
+        "TAVILY_BASE_URL": tavily.url,
+        "RESEARCH_BOT_DB": str(tmp_path / "runs.sqlite3"),
+        "RESEARCH_BOT_FETCH_ALLOW_HOSTS": web.host_port,
+    }
+
+
+@pytest.fixture
+def settings(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily,
+             web: FakeWeb) -> Settings:
+    return Settings.from_mapping(world_env(tmp_path, anthropic_api, tavily, web))
+
+
+@pytest.fixture
+async def world(settings: Settings) -> AsyncIterator[Services]:
+    """The real bot (store, runs service, engine, real SDK clients) wired to the fakes."""
+    async with open_services(settings) as services:
+        yield services
+
+
+class Recorder:
+    """A RunListener that keeps what it hears, for tests to assert on."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.events: list[Any] = []
+        self.outcome: Any = None
+        self.finished = asyncio.Event()
+        self.changed = asyncio.Event()
+
+    async def on_event(self, run: Any, event: Any) -> None:
+        self.events.append(event)
+        self.changed.set()
+
+    async def on_finished(self, run: Any, outcome: Any) -> None:
+        self.outcome = outcome
+        self.finished.set()
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+    async def wait_for(self, kind: str) -> None:
+        while kind not in self.kinds():
+            self.changed.clear()
+            await self.changed.wait()

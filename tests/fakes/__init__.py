@@ -1,0 +1,1 @@
+"""Local fake servers that speak the real wire formats, for tests and benchmarks."""
