@@ -22,12 +22,15 @@ from bot.domain import Mode, Origin, Request
 from bot.errors import BotError, ConfigError, NotFoundError, RequestError
 from bot.store import Store
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Autonomous company research with Claude, from a terminal, Slack or Discord.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Autonomous company research with Claude, from a terminal, Slack or Discord.",
+)
 discord_app = typer.Typer(no_args_is_help=True, help="Discord set-up.")
 app.add_typer(discord_app, name="discord")
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def load_settings(**overrides: Any) -> Settings:
@@ -67,13 +70,12 @@ def research(
 
 async def _research(settings: Settings, request: Request, output: Path | None) -> Path | None:
     async with open_services(settings) as services:
-        view = StatusView(run_id="", topic=request.topic, mode=request.mode.value,
-                          requester="you")
+        view = StatusView(run_id="", topic=request.topic, mode=request.mode.value, requester="you")
         progress = TerminalProgress(err, view)
         try:
             record = await services.runs.submit(request, progress)
-            err.print(f"Run {record.run_id}: researching {request.topic!r}", markup=False)
             install_interrupts(services.runs, record.run_id, err)
+            err.print(f"Run {record.run_id}: researching {request.topic!r}", markup=False)
             await services.runs.wait(record.run_id)
         finally:
             progress.close()
@@ -101,11 +103,15 @@ def history(
         out.print_json(json.dumps(rows))
         return
     if not runs:
-        out.print("No runs yet. Try: research-bot research \"Acme Robotics\"", markup=False)
+        out.print('No runs yet. Try: research-bot research "Acme Robotics"', markup=False)
     for r in runs:
-        out.print(f"{r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  {r.mode.value:<9} "
-                  f"{r.status.value:<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
-                  f"${r.cost_usd:.2f}  {r.topic}", markup=False, highlight=False)
+        out.print(
+            f"{r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  {r.mode.value:<9} "
+            f"{r.status.value:<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
+            f"${r.cost_usd:.2f}  {r.topic}",
+            markup=False,
+            highlight=False,
+        )
 
 
 async def _history(settings: Settings, limit: int) -> list[Any]:
@@ -116,7 +122,9 @@ async def _history(settings: Settings, limit: int) -> list[Any]:
 @app.command()
 def show(
     run_id: str,
-    show_trajectory: Annotated[bool, typer.Option("--trajectory", help="The steps, not the report.")] = False,
+    show_trajectory: Annotated[
+        bool, typer.Option("--trajectory", help="The steps, not the report.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """A past run's report, or its trajectory."""
@@ -132,26 +140,34 @@ async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> 
     async with Store.connect(settings.db_path) as store:
         record = await store.get_run(run_id)
         if steps:
-            return json.dumps(trajectory(record.run_id, await store.events(record.run_id)),
-                              indent=2, default=str)
+            return json.dumps(
+                trajectory(record.run_id, await store.events(record.run_id)), indent=2, default=str
+            )
         saved = await store.report(record.run_id)
         if saved is None:
             raise NotFoundError(f"Run {record.run_id} has no report ({record.status.value}).")
         report, markdown = saved
         if as_json:
-            return json.dumps({"run": record.model_dump(mode="json"),
-                               "report": report.model_dump(mode="json"), "markdown": markdown},
-                              indent=2)
+            return json.dumps(
+                {
+                    "run": record.model_dump(mode="json"),
+                    "report": report.model_dump(mode="json"),
+                    "markdown": markdown,
+                },
+                indent=2,
+            )
         return markdown
 
 
 @app.command()
 def serve(
-    platform: Annotated[str, typer.Argument(help="slack, discord, or all whose tokens are set.")] = "all",
+    platform: Annotated[
+        str, typer.Argument(help="slack, discord, or all whose tokens are set.")
+    ] = "all",
     port: Annotated[int, typer.Option(help="HTTP port for Slack without Socket Mode.")] = 3000,
 ) -> None:
     """Run the chat bot(s) until stopped (SIGTERM or Ctrl-C)."""
-    from bot.serve import serve as run_serve  # noqa: PLC0415 - the chat SDKs load only here
+    from bot.serve import serve as run_serve
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
@@ -161,9 +177,11 @@ def serve(
 
 
 @discord_app.command("sync")
-def discord_sync(guild: Annotated[int | None, typer.Option(help="Only this guild (instant).")] = None) -> None:
+def discord_sync(
+    guild: Annotated[int | None, typer.Option(help="Only this guild (instant).")] = None,
+) -> None:
     """Register the /research slash command with Discord (on deploy, not at every start)."""
-    from bot.adapters.discord_app import sync_commands  # noqa: PLC0415
+    from bot.adapters.discord_app import sync_commands
 
     try:
         asyncio.run(sync_commands(load_settings(), guild))

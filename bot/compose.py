@@ -19,8 +19,10 @@ from bot.errors import ConfigError
 from bot.runs import RunManager
 from bot.store import Store
 
-KEY_HELP = ("ANTHROPIC_API_KEY is not set. Create a key at https://console.anthropic.com/ "
-            "(Settings → API keys), then `export ANTHROPIC_API_KEY=...` or put it in .env.")
+KEY_HELP = (
+    "ANTHROPIC_API_KEY is not set. Create a key at https://console.anthropic.com/ "
+    "(Settings → API keys), then `export ANTHROPIC_API_KEY=...` or put it in .env."
+)
 
 
 @dataclass(frozen=True)
@@ -31,10 +33,13 @@ class Services:
 
 
 def limits(settings: Settings) -> Limits:
-    return Limits(max_turns=settings.max_turns, deadline_s=settings.deadline_s,
-                  synthesis_timeout_s=settings.synthesis_timeout_s,
-                  model_timeout_s=settings.model_timeout_s,
-                  max_output_tokens=settings.max_output_tokens)
+    return Limits(
+        max_turns=settings.max_turns,
+        deadline_s=settings.deadline_s,
+        synthesis_timeout_s=settings.synthesis_timeout_s,
+        model_timeout_s=settings.model_timeout_s,
+        max_output_tokens=settings.max_output_tokens,
+    )
 
 
 @asynccontextmanager
@@ -45,19 +50,25 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     async with AsyncExitStack() as stack:
         # The SDK's own retries are the one retry policy for the model; its timeout is per
         # request, and the loop also bounds each call by what is left of the run's deadline.
-        client = AsyncAnthropic(api_key=settings.anthropic_api_key.get_secret_value(),
-                                base_url=settings.anthropic_base_url,
-                                timeout=settings.model_timeout_s,
-                                max_retries=settings.model_max_retries)
+        client = AsyncAnthropic(
+            api_key=settings.anthropic_api_key.get_secret_value(),
+            base_url=settings.anthropic_base_url,
+            timeout=settings.model_timeout_s,
+            max_retries=settings.model_max_retries,
+        )
         stack.push_async_callback(client.close)
         store = await stack.enter_async_context(Store.connect(settings.db_path))
         fetcher = await stack.enter_async_context(
-            PageFetcher(allow_hosts=settings.fetch_allow_hosts))
+            PageFetcher(allow_hosts=settings.fetch_allow_hosts)
+        )
         search = await stack.enter_async_context(build_search(settings))
         model = AnthropicModel(client, model=settings.model, prices=settings.prices)
-        compressor = Compressor(model, fast_model=settings.fast_model,
-                                threshold_tokens=settings.compress_threshold_tokens,
-                                timeout_s=settings.model_timeout_s)
+        compressor = Compressor(
+            model,
+            fast_model=settings.fast_model,
+            threshold_tokens=settings.compress_threshold_tokens,
+            timeout_s=settings.model_timeout_s,
+        )
         toolbox = research_tools(search, fetcher, timeout_s=settings.tool_timeout_s)
         researcher = Researcher(model, toolbox, compressor, limits(settings))
         runs = RunManager(store, researcher, max_concurrent=settings.max_concurrent_runs)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import platformdirs
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -60,8 +60,9 @@ class Settings(BaseSettings):
     """The research model."""
     fast_model: str = Field(default="claude-haiku-5-5", alias="RESEARCH_BOT_FAST_MODEL")
     """The cheap model that compresses large tool output."""
-    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES),
-                                     alias="RESEARCH_BOT_PRICES")
+    prices: dict[str, Price] = Field(
+        default_factory=lambda: dict(DEFAULT_PRICES), alias="RESEARCH_BOT_PRICES"
+    )
     """USD per million tokens by model id; JSON in the environment, merged over the defaults."""
 
     tavily_api_key: SecretStr | None = Field(default=None, alias="TAVILY_API_KEY")
@@ -85,15 +86,18 @@ class Settings(BaseSettings):
     """Output budget per turn (the report is one turn)."""
     tool_timeout_s: float = Field(default=30, gt=0, alias="RESEARCH_BOT_TOOL_TIMEOUT_S")
     """Each tool call's own timeout."""
-    compress_threshold_tokens: int = Field(default=3_000, ge=100,
-                                           alias="RESEARCH_BOT_COMPRESS_THRESHOLD_TOKENS")
+    compress_threshold_tokens: int = Field(
+        default=3_000, ge=100, alias="RESEARCH_BOT_COMPRESS_THRESHOLD_TOKENS"
+    )
     """Tool output above this many (estimated) tokens is summarized by the fast model."""
-    max_concurrent_runs: int = Field(default=4, ge=1, le=64,
-                                     alias="RESEARCH_BOT_MAX_CONCURRENT_RUNS")
+    max_concurrent_runs: int = Field(
+        default=4, ge=1, le=64, alias="RESEARCH_BOT_MAX_CONCURRENT_RUNS"
+    )
     """Runs that research at once; more wait in a queue."""
 
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, alias="RESEARCH_BOT_FETCH_ALLOW_HOSTS")
+        default_factory=list, alias="RESEARCH_BOT_FETCH_ALLOW_HOSTS"
+    )
     """`host[:port]` entries the fetch guard lets through although private (intranets, tests)."""
 
     summarize_emoji: str = Field(default="memo", alias="RESEARCH_BOT_SUMMARIZE_EMOJI")
@@ -105,6 +109,24 @@ class Settings(BaseSettings):
     slack_api_url: str | None = Field(default=None, alias="SLACK_API_URL")
     discord_token: SecretStr | None = Field(default=None, alias="DISCORD_TOKEN")
     discord_api_url: str | None = Field(default=None, alias="DISCORD_API_URL")
+
+    @field_validator(
+        "anthropic_api_key",
+        "anthropic_base_url",
+        "tavily_api_key",
+        "tavily_base_url",
+        "slack_bot_token",
+        "slack_app_token",
+        "slack_signing_secret",
+        "slack_api_url",
+        "discord_token",
+        "discord_api_url",
+        mode="before",
+    )
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        """`KEY=` in a .env file or a compose file means not set, not an empty key."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("fetch_allow_hosts", mode="before")
     @classmethod
@@ -128,7 +150,10 @@ class Settings(BaseSettings):
 class _MappingOnly(Settings):
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        *sources: PydanticBaseSettingsSource, **named: PydanticBaseSettingsSource,
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        *sources: PydanticBaseSettingsSource,
+        **named: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings,)

@@ -125,7 +125,8 @@ class RunManager:
         front end's run, left for it).
         """
         found = await self._store.runs_with_status(
-            RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.INTERRUPTED)
+            RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.INTERRUPTED
+        )
         started = []
         for record in found:
             if record.run_id in self._active:
@@ -135,7 +136,9 @@ class RunManager:
                 continue
             active = _Active(record, listener)
             self._active[record.run_id] = active
-            active.task = asyncio.create_task(self._recover(active), name=f"recover-{record.run_id}")
+            active.task = asyncio.create_task(
+                self._recover(active), name=f"recover-{record.run_id}"
+            )
             started.append(record.run_id)
         return started
 
@@ -161,8 +164,12 @@ class RunManager:
         except asyncio.CancelledError:
             if run_id in self._waiting:
                 self._waiting.remove(run_id)
-            await self._store.finish_run(run_id, status=RunStatus.INTERRUPTED, ending=None,
-                                         error="The bot stopped while this run was in progress.")
+            await self._store.finish_run(
+                run_id,
+                status=RunStatus.INTERRUPTED,
+                ending=None,
+                error="The bot stopped while this run was in progress.",
+            )
             raise
         finally:
             self._active.pop(run_id, None)
@@ -172,8 +179,9 @@ class RunManager:
         run_id = active.record.run_id
         try:
             history = await self._store.events(run_id)
-            request = Request(topic=active.record.topic, mode=active.record.mode,
-                              origin=active.record.origin)
+            request = Request(
+                topic=active.record.topic, mode=active.record.mode, origin=active.record.origin
+            )
             async with self._slots:
                 await self._store.mark_running(run_id)
                 events = self._engine.recover(run_id, request, history)
@@ -194,8 +202,9 @@ class RunManager:
             if waiting is not None:
                 await self._emit(waiting, RunQueued(position=position))
 
-    async def _consume(self, active: _Active, events: AsyncIterator[Event], *,
-                       recovered: bool) -> None:
+    async def _consume(
+        self, active: _Active, events: AsyncIterator[Event], *, recovered: bool
+    ) -> None:
         started = time.monotonic()
         report: Report | None = None
         async for event in events:
@@ -203,9 +212,15 @@ class RunManager:
             if isinstance(event, ReportReady):
                 report = event.report
             elif isinstance(event, RunFinished):
-                outcome = Outcome(ending=event.ending, report=report, error=event.error,
-                                  turns=event.turns, usage=event.usage,
-                                  duration_s=time.monotonic() - started, recovered=recovered)
+                outcome = Outcome(
+                    ending=event.ending,
+                    report=report,
+                    error=event.error,
+                    turns=event.turns,
+                    usage=event.usage,
+                    duration_s=time.monotonic() - started,
+                    recovered=recovered,
+                )
                 await self._finish(active, outcome)
 
     async def _finish(self, active: _Active, outcome: Outcome) -> None:
@@ -219,8 +234,9 @@ class RunManager:
             status = RunStatus.CANCELLED
         else:
             status = RunStatus.DONE if outcome.report is not None else RunStatus.FAILED
-        await self._store.finish_run(run_id, status=status, ending=outcome.ending.value,
-                                     error=outcome.error)
+        await self._store.finish_run(
+            run_id, status=status, ending=outcome.ending.value, error=outcome.error
+        )
         active.record = await self._store.get_run(run_id)
         try:
             await active.listener.on_finished(active.record, outcome)

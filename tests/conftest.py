@@ -36,8 +36,9 @@ async def tavily(web: FakeWeb) -> AsyncIterator[FakeTavily]:
         yield fake
 
 
-def world_env(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily,
-              web: FakeWeb) -> dict[str, str]:
+def world_env(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> dict[str, str]:
     """The environment that points the bot at the fakes (also used for CLI subprocesses)."""
     return {
         "ANTHROPIC_API_KEY": "sk-test",
@@ -53,8 +54,9 @@ def world_env(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily,
 
 
 @pytest.fixture
-def settings(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily,
-             web: FakeWeb) -> Settings:
+def settings(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> Settings:
     return Settings.from_mapping(world_env(tmp_path, anthropic_api, tavily, web))
 
 

@@ -83,8 +83,9 @@ class ChatSink(Protocol):
         """A short message in the run's thread."""
         ...
 
-    async def upload_report(self, run: RunRecord, filename: str, markdown: str,
-                            comment: str) -> None: ...
+    async def upload_report(
+        self, run: RunRecord, filename: str, markdown: str, comment: str
+    ) -> None: ...
 
 
 _BROADCAST = re.compile(r"@(everyone|here|channel)\b", re.IGNORECASE)
@@ -107,8 +108,10 @@ def describe_call(event: ToolCalled) -> str:
 
 def outcome_summary(outcome: Outcome) -> str:
     """The closing thread reply: what happened, the TL;DR, turns, time and cost."""
-    lines = [f"{ending_label(outcome.ending)} · {outcome.turns} turns · "
-             f"{outcome.duration_s:.0f}s · ${outcome.usage.cost_usd:.2f}"]
+    lines = [
+        f"{ending_label(outcome.ending)} · {outcome.turns} turns · "
+        f"{outcome.duration_s:.0f}s · ${outcome.usage.cost_usd:.2f}"
+    ]
     if outcome.recovered:
         lines.append("This run was interrupted by a restart and finished from what it had found.")
     if outcome.report is not None:
@@ -121,8 +124,14 @@ def outcome_summary(outcome: Outcome) -> str:
 class ChatProgress:
     """Follows one run in a chat: a `RunListener` built on a platform's `ChatSink`."""
 
-    def __init__(self, sink: ChatSink, view: StatusView, *, limiter: AsyncLimiter,
-                 min_edit_interval_s: float = 3.0) -> None:
+    def __init__(
+        self,
+        sink: ChatSink,
+        view: StatusView,
+        *,
+        limiter: AsyncLimiter,
+        min_edit_interval_s: float = 3.0,
+    ) -> None:
         self._sink = sink
         self.view = view
         self._limiter = limiter
@@ -156,8 +165,9 @@ class ChatProgress:
         self.view.cost_usd = outcome.usage.cost_usd
         await self._sink.reply(run, outcome_summary(outcome))
         if outcome.markdown is not None and outcome.filename is not None:
-            await self._sink.upload_report(run, outcome.filename, outcome.markdown,
-                                           comment=f"Report: {self.view.topic}")
+            await self._sink.upload_report(
+                run, outcome.filename, outcome.markdown, comment=f"Report: {self.view.topic}"
+            )
         async with self._limiter:
             await self._sink.edit_status(run, self.view)
 

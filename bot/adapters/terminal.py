@@ -34,8 +34,7 @@ class TerminalProgress:
         self._urls: set[str] = set()
         self._live: Live | None = None
         if console.is_terminal:
-            self._live = Live(self._status(), console=console, refresh_per_second=8,
-                              transient=True)
+            self._live = Live(self._status(), console=console, refresh_per_second=8, transient=True)
             self._live.start()
         self.outcome: Outcome | None = None
 
@@ -81,8 +80,10 @@ class TerminalProgress:
 
     def _status(self) -> Text:
         v = self.view
-        return Text(f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · ${v.cost_usd:.3f} · "
-                    f"{v.action}  (Ctrl-C: summarize now, twice: cancel)")
+        return Text(
+            f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · ${v.cost_usd:.3f} · "
+            f"{v.action}  (Ctrl-C: summarize now, twice: cancel)"
+        )
 
 
 def install_interrupts(runs: RunManager, run_id: str, console: Console) -> None:

@@ -29,8 +29,9 @@ def estimate_tokens(text: str) -> int:
 class Compressor:
     """Summarizes text over `threshold_tokens` with the fast model; truncates if that fails."""
 
-    def __init__(self, model: ModelPort, *, fast_model: str, threshold_tokens: int,
-                 timeout_s: float) -> None:
+    def __init__(
+        self, model: ModelPort, *, fast_model: str, threshold_tokens: int, timeout_s: float
+    ) -> None:
         self._model = model
         self._fast_model = fast_model
         self._threshold = threshold_tokens
@@ -46,10 +47,17 @@ class Compressor:
             return text, False, Usage()
         call = ModelCall(
             system=[{"type": "text", "text": SYSTEM}],
-            messages=[{"role": "user", "content": (
-                f"Research goal: {goal}\nTool: {tool}\n\n<content>\n"
-                f"{text[:200_000]}\n</content>\n\nSummarize the content for the goal.")}],
-            max_tokens=max(500, self._threshold // 2), timeout_s=self._timeout,
+            messages=[
+                {
+                    "role": "user",
+                    "content": (
+                        f"Research goal: {goal}\nTool: {tool}\n\n<content>\n"
+                        f"{text[:200_000]}\n</content>\n\nSummarize the content for the goal."
+                    ),
+                }
+            ],
+            max_tokens=max(500, self._threshold // 2),
+            timeout_s=self._timeout,
             model=self._fast_model,
         )
         try:

@@ -24,8 +24,10 @@ class Control:
 
     async def wait_any(self) -> None:
         """Return as soon as either switch is set."""
-        waits = [asyncio.ensure_future(self.summarize_requested.wait()),
-                 asyncio.ensure_future(self.cancel_requested.wait())]
+        waits = [
+            asyncio.ensure_future(self.summarize_requested.wait()),
+            asyncio.ensure_future(self.cancel_requested.wait()),
+        ]
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:

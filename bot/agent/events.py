@@ -145,8 +145,17 @@ class RunFinished(_Event):
 
 
 Event = Annotated[
-    RunQueued | RunStarted | TurnStarted | ModelText | ToolCalled | ToolFinished | UsageRecorded
-    | Notice | SynthesisStarted | ReportReady | RunFinished,
+    RunQueued
+    | RunStarted
+    | TurnStarted
+    | ModelText
+    | ToolCalled
+    | ToolFinished
+    | UsageRecorded
+    | Notice
+    | SynthesisStarted
+    | ReportReady
+    | RunFinished,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

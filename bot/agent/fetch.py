@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import codecs
 import logging
 import ssl
 import zlib
@@ -24,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 USER_AGENT = "research-bot/0.1 (+https://github.com/research-bot)"
 MiB = 1024 * 1024
+MAX_TITLE_CHARS = 300
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _TEXT_TYPES = _HTML_TYPES | {"text/plain", "text/markdown", "application/json"}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -160,7 +160,8 @@ class PageFetcher:
         except httpx.TimeoutException as exc:
             raise ToolError(f"timed out: {target.url} did not answer in time") from exc
         except httpx.TransportError as exc:
-            raise ToolError(f"could not fetch {target.url}: {exc.__class__.__name__}") from exc
+            detail = f"{exc.__class__.__name__}: {exc}"[:300]
+            raise ToolError(f"could not fetch {target.url}: {detail}") from exc
 
     async def _read(self, url: httpx.URL, response: httpx.Response) -> _Body | httpx.URL:
         status = response.status_code
@@ -243,11 +244,10 @@ class _Inflater:
 
 def _to_page(body: _Body, max_chars: int) -> Page:
     """Main text and title (sync CPU work: run in a thread)."""
-    charset = body.charset if body.charset and _known_codec(body.charset) else None
     title = ""
     if body.media_type in _HTML_TYPES:
         # Without a declared charset trafilatura reads the bytes and finds the encoding itself.
-        html: str | bytes = body.data.decode(charset, "replace") if charset else body.data
+        html = _decode(body.data, body.charset) if body.charset else body.data
         doc = trafilatura.bare_extraction(
             html, url=str(body.url), include_comments=False, include_links=False, with_metadata=True
         )
@@ -256,7 +256,7 @@ def _to_page(body: _Body, max_chars: int) -> Page:
         else:
             text = ""
     else:
-        text = body.data.decode(charset or "utf-8", "replace")
+        text = _decode(body.data, body.charset)
     text = text.strip()
     if not text:
         raise ToolError(f"no readable text at {body.url}")
@@ -266,14 +266,12 @@ def _to_page(body: _Body, max_chars: int) -> Page:
             text[:max_chars]
             + f"\n\n[… text cut here: the page is longer than {max_chars:,} characters]"
         )
-    return Page(
-        url=str(body.url), title=title.strip() or body.url.host, text=text, truncated=truncated
-    )
+    title = title.strip()[:MAX_TITLE_CHARS] or body.url.host
+    return Page(url=str(body.url), title=title, text=text, truncated=truncated)
 
 
-def _known_codec(name: str) -> bool:
+def _decode(data: bytes, charset: str | None) -> str:
     try:
-        codecs.lookup(name)
-    except LookupError:
-        return False
-    return True
+        return data.decode(charset or "utf-8", "replace")
+    except LookupError:  # the server named an unknown codec, or one that is not for text
+        return data.decode("utf-8", "replace")

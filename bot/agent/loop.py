@@ -28,15 +28,17 @@ from bot.agent.events import (
 from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
 from bot.agent.prompts import continue_after_max_tokens, system_prompt, task
 from bot.agent.state import RunState, Stop, fence
-from bot.agent.tools import ToolContext, Toolbox
+from bot.agent.tools import Toolbox, ToolContext
 from bot.agent.writeup import WriteUp
 from bot.domain import Request
 from bot.errors import ModelError
 
 T = TypeVar("T")
 EPHEMERAL = {"type": "ephemeral"}
-NOTHING_YET = ("Nothing has been gathered yet, so there is nothing to summarize. The research "
-               "goes on; press again in a moment, or cancel.")
+NOTHING_YET = (
+    "Nothing has been gathered yet, so there is nothing to summarize. The research "
+    "goes on; press again in a moment, or cancel."
+)
 
 
 @dataclass(frozen=True)
@@ -51,15 +53,17 @@ class Limits:
 class Researcher:
     """The research agent: the `Engine` the runs service drives."""
 
-    def __init__(self, model: ModelPort, toolbox: Toolbox, compressor: Compressor,
-                 limits: Limits) -> None:
+    def __init__(
+        self, model: ModelPort, toolbox: Toolbox, compressor: Compressor, limits: Limits
+    ) -> None:
         self._model = model
         self._toolbox = toolbox
         self._compressor = compressor
         self._limits = limits
         self._tools = toolbox.schemas()
-        self._writeup = WriteUp(model, limits=limits, tools=self._tools,
-                                guard=self._guard, call=self._turn_call)
+        self._writeup = WriteUp(
+            model, limits=limits, tools=self._tools, guard=self._guard, call=self._turn_call
+        )
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
         return _drain(lambda emit: self._work(request, control, emit))
@@ -68,16 +72,22 @@ class Researcher:
         def work(emit: Callable[[Event], None]) -> Coroutine[Any, Any, None]:
             run = RunState.from_history(request, history, emit, self._deadline())
             return self._writeup.recover(run, Control())
+
         return _drain(work)
 
     def _deadline(self) -> float:
         return time.monotonic() + self._limits.deadline_s
 
-    async def _work(self, request: Request, control: Control,
-                    emit: Callable[[Event], None]) -> None:
-        run = RunState.start(request, emit, self._deadline(),
-                             system=system_prompt(request.mode), task=task(request.mode,
-                                                                           request.topic))
+    async def _work(
+        self, request: Request, control: Control, emit: Callable[[Event], None]
+    ) -> None:
+        run = RunState.start(
+            request,
+            emit,
+            self._deadline(),
+            system=system_prompt(request.mode),
+            task=task(request.mode, request.topic),
+        )
         emit(RunStarted(topic=request.topic, mode=request.mode.value))
         try:
             text = await self._turns(run, control)
@@ -113,26 +123,31 @@ class Researcher:
             elif reply.stop_reason == "model_context_window_exceeded":
                 raise Stop("context")
             else:
-                raise Stop("llm_error", f"The model stopped for an unknown reason "
-                                        f"({reply.stop_reason}).")
+                raise Stop(
+                    "llm_error", f"The model stopped for an unknown reason ({reply.stop_reason})."
+                )
         raise Stop("max_turns")
 
     async def _ask(self, run: RunState, control: Control, call: ModelCall) -> ModelReply:
         try:
-            reply = await self._guard(run, control, self._model.complete(call),
-                                      until=run.deadline, allow_summarize=True)
+            reply = await self._guard(
+                run, control, self._model.complete(call), until=run.deadline, allow_summarize=True
+            )
         except ModelError as error:
             raise Stop("llm_error", str(error)) from error
         run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
         return reply
 
-    def _turn_call(self, run: RunState, tool_choice: dict[str, str] | None = None,
-                   until: float | None = None) -> ModelCall:
+    def _turn_call(
+        self, run: RunState, tool_choice: dict[str, str] | None = None, until: float | None = None
+    ) -> ModelCall:
         left = (until or run.deadline) - time.monotonic()
         return ModelCall(
             system=[{"type": "text", "text": run.system, "cache_control": EPHEMERAL}],
-            messages=with_cache_breakpoints(run.messages), tools=self._tools,
-            tool_choice=tool_choice, max_tokens=self._limits.max_output_tokens,
+            messages=with_cache_breakpoints(run.messages),
+            tools=self._tools,
+            tool_choice=tool_choice,
+            max_tokens=self._limits.max_output_tokens,
             timeout_s=max(1.0, min(self._limits.model_timeout_s, left)),
         )
 
@@ -141,13 +156,18 @@ class Researcher:
             run.emit(ToolCalled(turn=run.turn, call_id=use.id, name=use.name, input=use.input))
         tasks = [asyncio.ensure_future(self._one_tool(run, use)) for use in uses]
         try:
-            await self._guard(run, control, asyncio.gather(*tasks), until=run.deadline,
-                              allow_summarize=True)
+            await self._guard(
+                run, control, asyncio.gather(*tasks), until=run.deadline, allow_summarize=True
+            )
         finally:
             # Whatever ended the turn, every tool_use gets its tool_result: finished tools keep
             # theirs, the rest say they were stopped, so synthesis sees a valid conversation.
-            blocks = [t.result() if t.done() and not t.cancelled() and t.exception() is None
-                      else _stopped(use) for t, use in zip(tasks, uses, strict=True)]
+            blocks = [
+                t.result()
+                if t.done() and not t.cancelled() and t.exception() is None
+                else _stopped(use)
+                for t, use in zip(tasks, uses, strict=True)
+            ]
             run.messages.append({"role": "user", "content": blocks})
 
     async def _one_tool(self, run: RunState, use: ToolUse) -> dict[str, Any]:
@@ -156,27 +176,51 @@ class Researcher:
         body = out.body
         if body and not result.is_error:
             body, compressed, usage = await self._compressor.compress(
-                body, goal=run.task, tool=use.name)
+                body, goal=run.task, tool=use.name
+            )
             if compressed:
                 run.record(UsageRecorded(turn=run.turn, model=self._compressor.model, usage=usage))
         content = out.heading + (f"\n{fence(body)}" if body else "")
         numbers = [run.registry.number(s.url) or 0 for s in out.sources]
-        run.record(ToolFinished(
-            turn=run.turn, call_id=use.id, name=use.name, is_error=result.is_error,
-            content=content, sources=out.sources, numbers=numbers, compressed=compressed,
-            duration_s=result.duration_s))
-        return {"type": "tool_result", "tool_use_id": use.id, "content": content,
-                "is_error": result.is_error}
+        run.record(
+            ToolFinished(
+                turn=run.turn,
+                call_id=use.id,
+                name=use.name,
+                is_error=result.is_error,
+                content=content,
+                sources=out.sources,
+                numbers=numbers,
+                compressed=compressed,
+                duration_s=result.duration_s,
+            )
+        )
+        return {
+            "type": "tool_result",
+            "tool_use_id": use.id,
+            "content": content,
+            "is_error": result.is_error,
+        }
 
-    async def _guard(self, run: RunState, control: Control, work: Awaitable[T], *,
-                     until: float, allow_summarize: bool) -> T:
+    async def _guard(
+        self,
+        run: RunState,
+        control: Control,
+        work: Awaitable[T],
+        *,
+        until: float,
+        allow_summarize: bool,
+    ) -> T:
         """Await `work`, but stop it the moment the run is cancelled, summarized or out of time."""
         task = asyncio.ensure_future(work)
         try:
             while True:
                 stop = asyncio.ensure_future(_first_set(control, allow_summarize))
-                done, _ = await asyncio.wait({task, stop}, timeout=max(0.0, until - time.monotonic()),
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    {task, stop},
+                    timeout=max(0.0, until - time.monotonic()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 stop.cancel()
                 if task in done:
                     return task.result()
@@ -202,8 +246,12 @@ async def _first_set(control: Control, allow_summarize: bool) -> None:
 
 
 def _stopped(use: ToolUse) -> dict[str, Any]:
-    return {"type": "tool_result", "tool_use_id": use.id, "is_error": True,
-            "content": f"{use.name} was stopped before it finished."}
+    return {
+        "type": "tool_result",
+        "tool_use_id": use.id,
+        "is_error": True,
+        "content": f"{use.name} was stopped before it finished.",
+    }
 
 
 def with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -222,8 +270,9 @@ def with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any
     return out
 
 
-async def _drain(work: Callable[[Callable[[Event], None]], Coroutine[Any, Any, None]],
-                 ) -> AsyncIterator[Event]:
+async def _drain(
+    work: Callable[[Callable[[Event], None]], Coroutine[Any, Any, None]],
+) -> AsyncIterator[Event]:
     """Run `work` in its own task and yield the events it emits, as they come."""
     queue: asyncio.Queue[Event | None] = asyncio.Queue()
     task = asyncio.create_task(work(queue.put_nowait))

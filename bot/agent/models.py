@@ -38,8 +38,11 @@ class ModelReply(BaseModel):
 
     @property
     def tool_uses(self) -> list[ToolUse]:
-        return [ToolUse(id=b["id"], name=b["name"], input=b.get("input") or {})
-                for b in self.content if b.get("type") == "tool_use"]
+        return [
+            ToolUse(id=b["id"], name=b["name"], input=b.get("input") or {})
+            for b in self.content
+            if b.get("type") == "tool_use"
+        ]
 
 
 class ModelCall(BaseModel):
@@ -62,9 +65,12 @@ class ModelPort(Protocol):
 def cost_of(usage: Usage, price: Price | None) -> float:
     if price is None:
         return 0.0
-    return (usage.input_tokens * price.input + usage.output_tokens * price.output
-            + usage.cache_write_tokens * price.cache_write
-            + usage.cache_read_tokens * price.cache_read) / 1_000_000
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_write_tokens * price.cache_write
+        + usage.cache_read_tokens * price.cache_read
+    ) / 1_000_000
 
 
 class AnthropicModel:
@@ -78,8 +84,11 @@ class AnthropicModel:
     async def complete(self, call: ModelCall) -> ModelReply:
         model = call.model or self._model
         params: dict[str, Any] = {
-            "model": model, "system": call.system, "messages": call.messages,
-            "max_tokens": call.max_tokens, "timeout": call.timeout_s,
+            "model": model,
+            "system": call.system,
+            "messages": call.messages,
+            "max_tokens": call.max_tokens,
+            "timeout": call.timeout_s,
         }
         if call.tools:
             params["tools"] = call.tools
@@ -92,14 +101,17 @@ class AnthropicModel:
             raise ModelError(explain(error)) from error
         raw = message.usage
         usage = Usage(
-            input_tokens=raw.input_tokens, output_tokens=raw.output_tokens,
+            input_tokens=raw.input_tokens,
+            output_tokens=raw.output_tokens,
             cache_read_tokens=raw.cache_read_input_tokens or 0,
             cache_write_tokens=raw.cache_creation_input_tokens or 0,
         )
         usage.cost_usd = cost_of(usage, self._prices.get(model))
         return ModelReply(
             content=[block.model_dump(mode="json", exclude_none=True) for block in message.content],
-            stop_reason=message.stop_reason, usage=usage, model=model,
+            stop_reason=message.stop_reason,
+            usage=usage,
+            model=model,
         )
 
 
@@ -108,15 +120,19 @@ def explain(error: anthropic.APIError) -> str:
     if isinstance(error, anthropic.AuthenticationError | anthropic.PermissionDeniedError):
         return "The Anthropic API rejected the key: check ANTHROPIC_API_KEY."
     if isinstance(error, anthropic.RateLimitError):
-        return ("The Anthropic API is rate-limiting this key (429): wait a minute and try again, "
-                "or raise the key's limits or spend cap.")
+        return (
+            "The Anthropic API is rate-limiting this key (429): wait a minute and try again, "
+            "or raise the key's limits or spend cap."
+        )
     if isinstance(error, anthropic.APITimeoutError):
         return "The Anthropic API did not answer in time: try again in a few minutes."
     if isinstance(error, anthropic.APIConnectionError):
         return "Could not reach the Anthropic API: check the network or ANTHROPIC_BASE_URL."
     if isinstance(error, anthropic.APIStatusError):
         if error.status_code == 529 or isinstance(error, anthropic.InternalServerError):
-            return (f"The Anthropic API is overloaded or failing ({error.status_code}): "
-                    "try again in a few minutes.")
+            return (
+                f"The Anthropic API is overloaded or failing ({error.status_code}): "
+                "try again in a few minutes."
+            )
         return f"The Anthropic API refused the request ({error.status_code}): {error.message}"
     return f"The Anthropic API failed: {error}"

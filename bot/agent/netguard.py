@@ -234,7 +234,7 @@ class NetGuard:
             raise FetchRefused(f"refused: only http and https URLs are read, not {scheme}")
         if parsed.userinfo:
             raise FetchRefused("refused: URLs with a user name or password are not read")
-        port = parsed.port or DEFAULT_PORTS[parsed.scheme]
+        port = DEFAULT_PORTS[parsed.scheme] if parsed.port is None else parsed.port
         if not 0 < port < 65536:
             raise FetchRefused(f"refused: {port} is not a valid port")
         host, literal = _check_host(parsed.raw_host.decode("ascii").lower())

@@ -55,8 +55,10 @@ open opportunity; Link is the citation number, e.g. [4]>
 
 _TASKS = {
     Mode.COMPANY: "Research this company and write a company profile: {topic}",
-    Mode.CONTRACTS: ("Find open public tenders and contracts that match these filters "
-                     "(sector, region, buyer, value, deadline as given): {topic}"),
+    Mode.CONTRACTS: (
+        "Find open public tenders and contracts that match these filters "
+        "(sector, region, buyer, value, deadline as given): {topic}"
+    ),
 }
 
 
@@ -79,18 +81,24 @@ SYNTHESIZE_NOW = {
 
 
 def synthesis_instruction(why: str) -> str:
-    return (f"{SYNTHESIZE_NOW[why]} Do not call any tools. Write the final report now from what "
-            "you have gathered, in the required shape, citing sources by their numbers. Say "
-            "clearly which parts could not be researched.")
+    return (
+        f"{SYNTHESIZE_NOW[why]} Do not call any tools. Write the final report now from what "
+        "you have gathered, in the required shape, citing sources by their numbers. Say "
+        "clearly which parts could not be researched."
+    )
 
 
 def evidence_prompt(mode: Mode, topic: str, evidence: str, why: str) -> str:
     """A fresh conversation for writing up from stored evidence (restart recovery, full context)."""
-    return (f"{task(mode, topic)}\n\n{SYNTHESIZE_NOW[why]} Here is everything that was gathered, "
-            f"as numbered sources:\n\n<web_content>\n{evidence}\n</web_content>\n\n"
-            + synthesis_instruction(why))
+    return (
+        f"{task(mode, topic)}\n\n{SYNTHESIZE_NOW[why]} Here is everything that was gathered, "
+        f"as numbered sources:\n\n<web_content>\n{evidence}\n</web_content>\n\n"
+        + synthesis_instruction(why)
+    )
 
 
 def continue_after_max_tokens() -> str:
-    return ("Your last reply was cut off at the output limit. Continue more concisely: either "
-            "call tools, or write the complete report now.")
+    return (
+        "Your last reply was cut off at the output limit. Continue more concisely: either "
+        "call tools, or write the complete report now."
+    )

@@ -87,7 +87,7 @@ def parse_report(text: str, registry: SourceRegistry, *, topic: str, mode: str) 
     position = 0
     heading: str | None = None
     for match in _HEADING.finditer(text):
-        chunk = text[position:match.start()].strip()
+        chunk = text[position : match.start()].strip()
         _file(heading, chunk, preamble, sections)
         level, name = match.groups()
         if level == "#" and not sections and heading is None:
@@ -105,9 +105,11 @@ def parse_report(text: str, registry: SourceRegistry, *, topic: str, mode: str) 
         tldr = sections[0].body.split("\n\n", 1)[0]
     renumber = _Renumber(registry)
     return Report(
-        title=renumber.strip_links(title), tldr=renumber(tldr),
+        title=renumber.strip_links(title),
+        tldr=renumber(tldr),
         sections=[Section(heading=s.heading, body=renumber(s.body)) for s in sections],
-        sources=renumber.cited, mode=mode,
+        sources=renumber.cited,
+        mode=mode,
     )
 
 
@@ -159,35 +161,54 @@ class _Renumber:
 
 def evidence_report(topic: str, mode: str, registry: SourceRegistry, why: str) -> Report:
     """A report built without the model from what the run retrieved, so no work is lost."""
-    lines = [f"[{n}] **{s.title or s.url}**: {s.snippet[:400]}".rstrip(": ")
-             for n, s in enumerate(registry.sources, start=1)]
+    lines = [
+        f"[{n}] **{s.title or s.url}**: {s.snippet[:400]}".rstrip(": ")
+        for n, s in enumerate(registry.sources, start=1)
+    ]
     body = "\n\n".join(lines) if lines else "No sources were retrieved before the run stopped."
     return Report(
         title=f"Research: {topic} (sources only)",
-        tldr=(f"{why} This report lists what the research found, unedited: titles, links and "
-              "snippets, not an analysis."),
+        tldr=(
+            f"{why} This report lists what the research found, unedited: titles, links and "
+            "snippets, not an analysis."
+        ),
         sections=[Section(heading="What was found", body=body)],
-        sources=list(registry.sources), mode=mode, from_evidence_only=True,
+        sources=list(registry.sources),
+        mode=mode,
+        from_evidence_only=True,
     )
 
 
 def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     """The Markdown file a person downloads."""
-    out = [f"# {report.title}", "",
-           f"*{report.mode.capitalize()} research · {report.created_at:%Y-%m-%d}*", "",
-           "## TL;DR", "", report.tldr.strip(), ""]
+    out = [
+        f"# {report.title}",
+        "",
+        f"*{report.mode.capitalize()} research · {report.created_at:%Y-%m-%d}*",
+        "",
+        "## TL;DR",
+        "",
+        report.tldr.strip(),
+        "",
+    ]
     for section in report.sections:
         out += [f"## {section.heading}", "", section.body.strip(), ""]
     if report.sources:
         out += ["## Sources", ""]
-        out += [f"{n}. [{_escape_label(s.title or s.url)}]({s.url})"
-                for n, s in enumerate(report.sources, start=1)]
+        out += [
+            f"{n}. [{_escape_label(s.title or s.url)}]({s.url})"
+            for n, s in enumerate(report.sources, start=1)
+        ]
         out.append("")
-    out += ["---", "",
-            f"Run `{run.run_id}` · {run.turns} turns · ending: {ending} · "
-            f"tokens in {run.input_tokens:,} / out {run.output_tokens:,} / "
-            f"cache read {run.cache_read_tokens:,} / cache write {run.cache_write_tokens:,} · "
-            f"cost ${run.cost_usd:.4f}", ""]
+    out += [
+        "---",
+        "",
+        f"Run `{run.run_id}` · {run.turns} turns · ending: {ending} · "
+        f"tokens in {run.input_tokens:,} / out {run.output_tokens:,} / "
+        f"cache read {run.cache_read_tokens:,} / cache write {run.cache_write_tokens:,} · "
+        f"cost ${run.cost_usd:.4f}",
+        "",
+    ]
     return "\n".join(out)
 
 

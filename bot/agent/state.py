@@ -6,13 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.agent.prompts import system_prompt, task
 from bot.agent.events import Event, ReportReady, ToolFinished, TurnStarted, Usage, UsageRecorded
+from bot.agent.prompts import system_prompt, task
 from bot.agent.report import Report, SourceRegistry
 from bot.domain import Request
 
 
-class Stop(Exception):  # noqa: N818 - an ending, not an error
+class Stop(Exception):
     """The research phase is over; `why` names the ending, `message` is for a person."""
 
     def __init__(self, why: str, message: str | None = None) -> None:
@@ -43,17 +43,36 @@ class RunState:
     prior_report: Report | None = None
 
     @classmethod
-    def start(cls, request: Request, emit: Callable[[Event], None], deadline: float, *,
-              system: str, task: str) -> RunState:
-        return cls(request=request, emit=emit, deadline=deadline, system=system, task=task,
-                   messages=[{"role": "user", "content": task}])
+    def start(
+        cls,
+        request: Request,
+        emit: Callable[[Event], None],
+        deadline: float,
+        *,
+        system: str,
+        task: str,
+    ) -> RunState:
+        return cls(
+            request=request,
+            emit=emit,
+            deadline=deadline,
+            system=system,
+            task=task,
+            messages=[{"role": "user", "content": task}],
+        )
 
     @classmethod
-    def from_history(cls, request: Request, history: list[Event], emit: Callable[[Event], None],
-                     deadline: float) -> RunState:
+    def from_history(
+        cls, request: Request, history: list[Event], emit: Callable[[Event], None], deadline: float
+    ) -> RunState:
         """Rebuild what a run had gathered from its stored events (restart recovery)."""
-        run = cls(request=request, emit=emit, deadline=deadline,
-                  system=system_prompt(request.mode), task=task(request.mode, request.topic))
+        run = cls(
+            request=request,
+            emit=emit,
+            deadline=deadline,
+            system=system_prompt(request.mode),
+            task=task(request.mode, request.topic),
+        )
         for event in history:
             if isinstance(event, TurnStarted):
                 run.turn = max(run.turn, event.turn)

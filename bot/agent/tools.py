@@ -49,8 +49,11 @@ class Tool(Generic[Args]):
         return (self.run.__doc__ or "").strip()
 
     def schema(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description,
-                "input_schema": self.input_model.model_json_schema()}
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_model.model_json_schema(),
+        }
 
 
 class ToolResult(BaseModel):
@@ -69,19 +72,22 @@ class Toolbox:
     async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult:
         started = time.monotonic()
         output, is_error = await self._call(ctx, name, raw_input)
-        return ToolResult(is_error=is_error, output=output,
-                          duration_s=time.monotonic() - started)
+        return ToolResult(is_error=is_error, output=output, duration_s=time.monotonic() - started)
 
-    async def _call(self, ctx: ToolContext, name: str,
-                    raw_input: dict[str, Any]) -> tuple[ToolOutput, bool]:
+    async def _call(
+        self, ctx: ToolContext, name: str, raw_input: dict[str, Any]
+    ) -> tuple[ToolOutput, bool]:
         tool = self._tools.get(name)
         if tool is None:
-            return ToolOutput(heading=f"Unknown tool {name!r}. Use: {', '.join(self._tools)}."), True
+            return ToolOutput(
+                heading=f"Unknown tool {name!r}. Use: {', '.join(self._tools)}."
+            ), True
         try:
             args = tool.input_model.model_validate(raw_input)
         except ValidationError as error:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}"
-                                 for e in error.errors())
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors()
+            )
             return ToolOutput(heading=f"Invalid input for {name}: {problems}"), True
         try:
             async with asyncio.timeout(tool.timeout_s):
@@ -101,8 +107,7 @@ class ReadPageArgs(BaseModel):
     url: HttpUrl = Field(description="An http(s) URL, usually one from the search results.")
 
 
-def research_tools(search: SearchProvider, fetcher: PageFetcher, *,
-                   timeout_s: float) -> Toolbox:
+def research_tools(search: SearchProvider, fetcher: PageFetcher, *, timeout_s: float) -> Toolbox:
     """The two tools of a research run."""
 
     async def web_search(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
@@ -111,8 +116,9 @@ def research_tools(search: SearchProvider, fetcher: PageFetcher, *,
         if not results:
             return ToolOutput(heading=f"No results for {args.query!r}. Try other words.")
         lines = [f"[{ctx.registry.add(s)}] {s.title}\n{s.url}\n{s.snippet}" for s in results]
-        return ToolOutput(heading=f"Results for {args.query!r}:", body="\n\n".join(lines),
-                          sources=results)
+        return ToolOutput(
+            heading=f"Results for {args.query!r}:", body="\n\n".join(lines), sources=results
+        )
 
     async def read_page(ctx: ToolContext, args: ReadPageArgs) -> ToolOutput:
         """Read a web page and return its main text. Cite it with the number in the heading."""
@@ -121,10 +127,15 @@ def research_tools(search: SearchProvider, fetcher: PageFetcher, *,
         number = ctx.registry.add(source)
         # The URL the model asked for counts as retrieved too, when a redirect moved it.
         ctx.registry.alias(str(args.url), number)
-        return ToolOutput(heading=f"[{number}] {page.title or page.url}\n{page.url}",
-                          body=page.text, sources=[source])
+        return ToolOutput(
+            heading=f"[{number}] {page.title or page.url}\n{page.url}",
+            body=page.text,
+            sources=[source],
+        )
 
-    return Toolbox([
-        Tool("web_search", SearchArgs, web_search, timeout_s),
-        Tool("read_page", ReadPageArgs, read_page, timeout_s),
-    ])
+    return Toolbox(
+        [
+            Tool("web_search", SearchArgs, web_search, timeout_s),
+            Tool("read_page", ReadPageArgs, read_page, timeout_s),
+        ]
+    )

@@ -33,13 +33,22 @@ def trajectory(run_id: str, events: list[Event]) -> dict[str, Any]:
             calls[event.call_id] = call
             turn(event.turn)["tool_calls"].append(call)
         elif isinstance(event, ToolFinished) and event.call_id in calls:
-            calls[event.call_id].update(is_error=event.is_error, result=event.content,
-                                        compressed=event.compressed)
+            calls[event.call_id].update(
+                is_error=event.is_error, result=event.content, compressed=event.compressed
+            )
         elif isinstance(event, ReportReady):
             final = turn(event.turn)
-            final.update(content=event.report.tldr, final=True, synthesis=event.synthesis,
-                         from_evidence_only=event.from_evidence_only)
+            final.update(
+                content=event.report.tldr,
+                final=True,
+                synthesis=event.synthesis,
+                from_evidence_only=event.from_evidence_only,
+            )
         elif isinstance(event, RunFinished):
             ending = event.ending.value
-    return {"run_id": run_id, "turns": [turns[n] for n in sorted(turns)],
-            "termination_reason": ending, "total_turns": max(turns, default=0)}
+    return {
+        "run_id": run_id,
+        "turns": [turns[n] for n in sorted(turns)],
+        "termination_reason": ending,
+        "total_turns": max(turns, default=0),
+    }

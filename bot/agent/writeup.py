@@ -40,18 +40,35 @@ ENDINGS = {
     "context": (Ending.CONTEXT_FULL_SYNTHESIZED, Ending.CONTEXT_FULL_SYNTHESIS_FAILED),
     "interrupted": (Ending.INTERRUPTED_SYNTHESIZED, Ending.INTERRUPTED_SYNTHESIS_FAILED),
 }
-NOT_SYNTHESIZED = {"cancelled": Ending.CANCELLED, "refused": Ending.REFUSED,
-                   "llm_error": Ending.LLM_ERROR}
+NOT_SYNTHESIZED = {
+    "cancelled": Ending.CANCELLED,
+    "refused": Ending.REFUSED,
+    "llm_error": Ending.LLM_ERROR,
+}
 
 
 class Guard(Protocol):
-    def __call__(self, run: RunState, control: Control, work: Awaitable[T], *, until: float,
-                 allow_summarize: bool) -> Awaitable[T]: ...
+    def __call__(
+        self,
+        run: RunState,
+        control: Control,
+        work: Awaitable[T],
+        *,
+        until: float,
+        allow_summarize: bool,
+    ) -> Awaitable[T]: ...
 
 
 class WriteUp:
-    def __init__(self, model: ModelPort, *, limits: Limits, tools: list[dict[str, Any]],
-                 guard: Guard, call: Callable[..., ModelCall]) -> None:
+    def __init__(
+        self,
+        model: ModelPort,
+        *,
+        limits: Limits,
+        tools: list[dict[str, Any]],
+        guard: Guard,
+        call: Callable[..., ModelCall],
+    ) -> None:
         self._model = model
         self._limits = limits
         self._tools = tools
@@ -69,8 +86,12 @@ class WriteUp:
         ending = NOT_SYNTHESIZED[stop.why]
         if run.registry.sources:
             why = stop.message or "The run was cancelled."
-            self._deliver(run, evidence_report(run.request.topic, run.request.mode.value,
-                                               run.registry, why), synthesis=False, evidence=True)
+            self._deliver(
+                run,
+                evidence_report(run.request.topic, run.request.mode.value, run.registry, why),
+                synthesis=False,
+                evidence=True,
+            )
         _finish(run, ending, stop.message)
 
     async def recover(self, run: RunState, control: Control) -> None:
@@ -78,8 +99,11 @@ class WriteUp:
             self._deliver(run, run.prior_report, synthesis=True)
             _finish(run, Ending.INTERRUPTED_SYNTHESIZED)
         elif not run.evidence:
-            _finish(run, Ending.INTERRUPTED_SYNTHESIS_FAILED,
-                    "The bot restarted before this run found anything: please start it again.")
+            _finish(
+                run,
+                Ending.INTERRUPTED_SYNTHESIS_FAILED,
+                "The bot restarted before this run found anything: please start it again.",
+            )
         else:
             await self._synthesize(run, control, "interrupted")
 
@@ -91,17 +115,21 @@ class WriteUp:
         until = time.monotonic() + self._limits.synthesis_timeout_s
         call = self._synthesis_call(run, why, until)
         try:
-            reply = await self._guard(run, control, self._model.complete(call), until=until,
-                                      allow_summarize=False)
+            reply = await self._guard(
+                run, control, self._model.complete(call), until=until, allow_summarize=False
+            )
             run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
             if not reply.text:
                 raise ModelError("The model returned an empty report.")
         except (ModelError, Stop) as error:
             cancelled = isinstance(error, Stop) and error.why == "cancelled"
             message = _failure(error)
-            self._deliver(run, evidence_report(run.request.topic, run.request.mode.value,
-                                               run.registry, message),
-                          synthesis=True, evidence=True)
+            self._deliver(
+                run,
+                evidence_report(run.request.topic, run.request.mode.value, run.registry, message),
+                synthesis=True,
+                evidence=True,
+            )
             _finish(run, Ending.CANCELLED if cancelled else failed, message)
             return
         self._deliver(run, self._parse(run, reply.text), synthesis=True)
@@ -111,20 +139,29 @@ class WriteUp:
         if why in ("context", "interrupted"):
             # A full or lost conversation: write up in a fresh one from the gathered evidence.
             evidence = "\n\n".join(run.evidence)[:MAX_EVIDENCE_CHARS]
-            run.messages = [{"role": "user", "content": evidence_prompt(
-                run.request.mode, run.request.topic, evidence, why)}]
+            run.messages = [
+                {
+                    "role": "user",
+                    "content": evidence_prompt(run.request.mode, run.request.topic, evidence, why),
+                }
+            ]
         else:
             _say(run, synthesis_instruction(why))
         return self._call(run, NO_TOOLS, until)
 
     def _parse(self, run: RunState, text: str) -> Report:
-        return parse_report(text, run.registry, topic=run.request.topic,
-                            mode=run.request.mode.value)
+        return parse_report(
+            text, run.registry, topic=run.request.topic, mode=run.request.mode.value
+        )
 
-    def _deliver(self, run: RunState, report: Report, *, synthesis: bool,
-                 evidence: bool = False) -> None:
-        run.emit(ReportReady(turn=run.turn, report=report, synthesis=synthesis,
-                             from_evidence_only=evidence))
+    def _deliver(
+        self, run: RunState, report: Report, *, synthesis: bool, evidence: bool = False
+    ) -> None:
+        run.emit(
+            ReportReady(
+                turn=run.turn, report=report, synthesis=synthesis, from_evidence_only=evidence
+            )
+        )
 
 
 def _say(run: RunState, text: str) -> None:

@@ -41,8 +41,9 @@ async def bot(settings: Settings, **overrides: Any) -> AsyncIterator[Services]:
         yield services
 
 
-async def run(services: Services, topic: str = "Acme Robotics",
-              mode: Mode = Mode.COMPANY) -> Recorder:
+async def run(
+    services: Services, topic: str = "Acme Robotics", mode: Mode = Mode.COMPANY
+) -> Recorder:
     recorder = Recorder()
     record = await services.runs.submit(Request(topic=topic, mode=mode), recorder)
     recorder.run_id = record.run_id  # type: ignore[attr-defined]
@@ -63,8 +64,10 @@ async def test_a_run_searches_reads_in_parallel_and_cites_only_what_it_retrieved
     world: Services, anthropic_api: FakeAnthropic, web: FakeWeb
 ) -> None:
     article = web.url + ARTICLE_PATH
-    first = reply_tools([("web_search", {"query": "Acme Robotics"}),
-                         ("read_page", {"url": article})], text="Searching first.")
+    first = reply_tools(
+        [("web_search", {"query": "Acme Robotics"}), ("read_page", {"url": article})],
+        text="Searching first.",
+    )
     anthropic_api.script(first, reply_text(REPORT.format(article=article)))
 
     recorder = await run(world)
@@ -89,15 +92,21 @@ async def test_a_run_searches_reads_in_parallel_and_cites_only_what_it_retrieved
 async def test_prompt_caching_marks_system_and_the_growing_conversation(
     world: Services, anthropic_api: FakeAnthropic
 ) -> None:
-    anthropic_api.script(reply_tools([("web_search", {"query": "a"})]),
-                         reply_tools([("web_search", {"query": "b"})]), reply_text("# R\n\nok"))
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "a"})]),
+        reply_tools([("web_search", {"query": "b"})]),
+        reply_text("# R\n\nok"),
+    )
     recorder = await run(world)
     await recorder.finished.wait()
 
     third = anthropic_api.requests[2]
     assert third["system"][0]["cache_control"] == {"type": "ephemeral"}
-    marked = [m for m in third["messages"]
-              if isinstance(m["content"], list) and "cache_control" in m["content"][-1]]
+    marked = [
+        m
+        for m in third["messages"]
+        if isinstance(m["content"], list) and "cache_control" in m["content"][-1]
+    ]
     assert len(marked) == 2 and marked[-1] is third["messages"][-1]
     assert finished(recorder).usage.cache_read_tokens > 0
 
@@ -106,9 +115,15 @@ async def test_tool_failures_become_error_results_and_the_run_goes_on(
     world: Services, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.script(
-        reply_tools([("read_page", {"url": "http://10.0.0.7/admin"}),
-                     ("web_search", {}), ("no_such_tool", {"x": 1})]),
-        reply_text("# R\n\n## TL;DR\nNothing found."))
+        reply_tools(
+            [
+                ("read_page", {"url": "http://10.0.0.7/admin"}),
+                ("web_search", {}),
+                ("no_such_tool", {"x": 1}),
+            ]
+        ),
+        reply_text("# R\n\n## TL;DR\nNothing found."),
+    )
     recorder = await run(world)
     await recorder.finished.wait()
 
@@ -121,9 +136,11 @@ async def test_tool_failures_become_error_results_and_the_run_goes_on(
 async def test_max_turns_ends_in_one_synthesis_call_without_tools(
     settings: Settings, anthropic_api: FakeAnthropic
 ) -> None:
-    anthropic_api.script(reply_tools([("web_search", {"query": "a"})]),
-                         reply_tools([("web_search", {"query": "b"})]),
-                         reply_text("# Acme\n\n## TL;DR\nSynthesized [1]."))
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "a"})]),
+        reply_tools([("web_search", {"query": "b"})]),
+        reply_text("# Acme\n\n## TL;DR\nSynthesized [1]."),
+    )
     async with bot(settings, max_turns=2) as services:
         recorder = await run(services)
         await recorder.finished.wait()
@@ -139,8 +156,10 @@ async def test_max_turns_ends_in_one_synthesis_call_without_tools(
 async def test_failed_synthesis_still_delivers_a_report_from_the_evidence(
     settings: Settings, anthropic_api: FakeAnthropic
 ) -> None:
-    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
-                         error(500, "api_error", "boom", should_retry=False))
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        error(500, "api_error", "boom", should_retry=False),
+    )
     async with bot(settings, max_turns=1) as services:
         recorder = await run(services)
         await recorder.finished.wait()
@@ -154,8 +173,11 @@ async def test_failed_synthesis_still_delivers_a_report_from_the_evidence(
 async def test_summarize_now_cancels_the_call_in_flight_and_writes_up(
     world: Services, anthropic_api: FakeAnthropic
 ) -> None:
-    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
-                         reply_text("never delivered"), reply_text("# Acme\n\n## TL;DR\nNow [1]."))
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        reply_text("never delivered"),
+        reply_text("# Acme\n\n## TL;DR\nNow [1]."),
+    )
     first = anthropic_api.hold()
     recorder = await run(world)
     await anthropic_api.wait_for_requests(1)
@@ -210,9 +232,12 @@ async def test_cancel_stops_at_once(world: Services, anthropic_api: FakeAnthropi
 async def test_the_deadline_interrupts_a_slow_call_and_writes_up(
     settings: Settings, anthropic_api: FakeAnthropic
 ) -> None:
-    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
-                         reply_text("never delivered"), reply_text("# Acme\n\n## TL;DR\nLate [1]."))
-    async with bot(settings, deadline_s=0.5) as services:
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        reply_text("never delivered"),
+        reply_text("# Acme\n\n## TL;DR\nLate [1]."),
+    )
+    async with bot(settings, deadline_s=1.5) as services:
         first = anthropic_api.hold()
         recorder = await run(services)
         await anthropic_api.wait_for_requests(1)
@@ -237,8 +262,10 @@ async def test_stop_reasons(settings: Settings, anthropic_api: FakeAnthropic) ->
         recorder = await run(services)
         await recorder.finished.wait()
         second, third = anthropic_api.requests[1:3]
-        assert second["messages"][-2] == {"role": "assistant",
-                                          "content": [{"type": "text", "text": "partial"}]}
+        assert second["messages"][-2] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "partial"}],
+        }
         assert "cut off" in str(second["messages"][-1])
         assert third["messages"][-1]["role"] == "assistant"
         assert finished(recorder).ending is Ending.COMPLETED
@@ -258,9 +285,11 @@ async def test_stop_reasons(settings: Settings, anthropic_api: FakeAnthropic) ->
 async def test_a_full_context_is_written_up_in_a_fresh_conversation(
     world: Services, anthropic_api: FakeAnthropic
 ) -> None:
-    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]),
-                         reply([], "model_context_window_exceeded"),
-                         reply_text("# Acme\n\n## TL;DR\nFrom evidence [2]."))
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        reply([], "model_context_window_exceeded"),
+        reply_text("# Acme\n\n## TL;DR\nFrom evidence [2]."),
+    )
     recorder = await run(world)
     await recorder.finished.wait()
 
@@ -303,8 +332,9 @@ async def test_long_pages_are_compressed_by_the_fast_model_and_fenced(
     assert any(r["model"] == FAST_MODEL for r in anthropic_api.requests)
 
 
-async def test_contracts_mode_asks_for_a_table(world: Services,
-                                               anthropic_api: FakeAnthropic) -> None:
+async def test_contracts_mode_asks_for_a_table(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
     anthropic_api.script(reply_text("# Tenders\n\n## TL;DR\nNone open."))
     recorder = await run(world, topic="road maintenance, Ireland", mode=Mode.CONTRACTS)
     await recorder.finished.wait()

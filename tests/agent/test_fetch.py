@@ -1,0 +1,315 @@
+"""PageFetcher against the local fake web: extraction, redirects, caps, deadline, pinning, TLS."""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import tracemalloc
+import zlib
+from collections.abc import Callable
+
+import pytest
+from aiohttp import web as aioweb
+
+from bot.agent.fetch import USER_AGENT, FetchLimits, PageFetcher
+from bot.errors import FetchRefused, ToolError
+from tests.fakes.web import (
+    ARTICLE_HTML,
+    ARTICLE_PATH,
+    INJECTION_PATH,
+    PLAIN_PATH,
+    SCRIPT_MARKER,
+    TLS_HOST,
+    FakeWeb,
+    gzip_bomb,
+    tls_contexts,
+)
+
+MiB = 1024 * 1024
+
+
+async def test_an_article_is_reduced_to_its_main_text(web: FakeWeb, fetcher: PageFetcher) -> None:
+    page = await fetcher.fetch(web.url + ARTICLE_PATH)
+
+    assert page.url == web.url + ARTICLE_PATH
+    assert page.title.startswith("Acme Robotics raises $40M")
+    assert "Series B round led by Example Ventures" in page.text
+    assert "about 120 engineers" in page.text
+    assert SCRIPT_MARKER not in page.text
+    assert "Log in" not in page.text
+    assert not page.truncated
+    sent = web.requests[-1].headers
+    assert sent["User-Agent"] == USER_AGENT
+    assert sent["Accept-Encoding"] == "gzip, deflate"
+    assert sent["Host"] == web.host_port
+
+
+async def test_a_hostile_page_comes_back_as_text_without_its_scripts(
+    web: FakeWeb, fetcher: PageFetcher
+) -> None:
+    page = await fetcher.fetch(web.url + INJECTION_PATH)
+
+    assert "Ignore previous instructions" in page.text  # the lead's fencing deals with it
+    assert "learning budget" in page.text
+    assert SCRIPT_MARKER not in page.text
+
+
+async def test_plain_text_passes_through(web: FakeWeb, fetcher: PageFetcher) -> None:
+    page = await fetcher.fetch(web.url + PLAIN_PATH)
+
+    assert page.text.startswith("Acme Robotics press release\n\nAcme Robotics today announced")
+    assert page.title == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [gzip.compress, zlib.compress, lambda data: zlib.compress(data)[2:-4]],
+    ids=["gzip", "deflate", "raw-deflate"],
+)
+async def test_compressed_pages_are_inflated(
+    web: FakeWeb, fetcher: PageFetcher, encode: Callable[[bytes], bytes]
+) -> None:
+    name = "gzip" if encode is gzip.compress else "deflate"
+    url = web.page("/z", encode(ARTICLE_HTML.encode()), headers={"Content-Encoding": name})
+
+    page = await fetcher.fetch(url)
+
+    assert "Series B round" in page.text
+
+
+async def test_a_redirect_to_an_allowed_page_is_followed(
+    web: FakeWeb, fetcher: PageFetcher
+) -> None:
+    web.redirect("/old", "/middle", status=301)
+    web.redirect("/middle", f"//{web.host_port}{ARTICLE_PATH}", status=308)
+
+    page = await fetcher.fetch(web.url + "/old")
+
+    assert page.url == web.url + ARTICLE_PATH
+    assert [r.path for r in web.requests] == ["/old", "/middle", ARTICLE_PATH]
+
+
+@pytest.mark.parametrize(
+    ("location", "reason"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
+        ("http://10.0.0.5/admin", "10.0.0.5 is a private address"),
+        ("http://[::1]/", "loopback"),
+        ("http://0x7f.1/", "non-standard spelling of 127.0.0.1"),
+        ("http://127.0.0.1:1/", "port 1 is not allowed"),
+        ("file:///etc/passwd", "not file:"),
+    ],
+)
+async def test_every_redirect_is_checked_again(
+    web: FakeWeb, fetcher: PageFetcher, location: str, reason: str
+) -> None:
+    web.redirect("/go", location)
+
+    with pytest.raises(FetchRefused, match="refused") as refused:
+        await fetcher.fetch(web.url + "/go")
+
+    assert reason in str(refused.value)
+    assert [r.path for r in web.requests] == ["/go"]
+
+
+async def test_five_redirects_are_followed_and_six_are_refused(
+    web: FakeWeb, fetcher: PageFetcher
+) -> None:
+    for hop in range(6):
+        web.redirect(f"/r{hop}", f"/r{hop + 1}")
+    web.page("/r6", ARTICLE_HTML)
+
+    page = await fetcher.fetch(web.url + "/r1")
+    with pytest.raises(FetchRefused, match="more than 5 redirects"):
+        await fetcher.fetch(web.url + "/r0")
+
+    assert page.url == web.url + "/r6"
+
+
+async def test_a_port_that_is_not_allowed_is_refused(fetcher: PageFetcher) -> None:
+    async with FakeWeb() as other:
+        with pytest.raises(FetchRefused, match=f"port {other.host_port.split(':')[1]} is not"):
+            await fetcher.fetch(other.url + ARTICLE_PATH)
+
+        assert other.requests == []
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "ftp://example.com/x", "javascript:alert(1)", "data:,hi"]
+)
+async def test_schemes_other_than_http_and_https_are_refused(
+    fetcher: PageFetcher, url: str
+) -> None:
+    with pytest.raises(FetchRefused, match="only http and https"):
+        await fetcher.fetch(url)
+
+
+async def test_a_body_over_the_raw_cap_is_refused(web: FakeWeb) -> None:
+    async def chunked(request: aioweb.Request) -> aioweb.StreamResponse:
+        response = aioweb.StreamResponse(headers={"Content-Type": "text/html"})
+        response.enable_chunked_encoding()  # no Content-Length: the cap must count bytes
+        await response.prepare(request)
+        for _ in range(32):
+            await response.write(b"<p>" + b"x" * 65_536 + b"</p>")
+        return response
+
+    sized = web.page("/sized", b"<p>" + b"y" * (2 * MiB) + b"</p>")
+    streamed = web.route("/streamed", chunked)
+    limits = FetchLimits(max_raw_bytes=MiB, deadline_s=5)
+    async with PageFetcher(allow_hosts=[web.host_port], limits=limits) as fetcher:
+        for url in (sized, streamed):
+            with pytest.raises(FetchRefused, match="larger than 1,048,576 bytes"):
+                await fetcher.fetch(url)
+
+
+def zlib_bomb() -> bytes:
+    packer = zlib.compressobj(1)
+    return b"".join(packer.compress(bytes(MiB)) for _ in range(16)) + packer.flush()
+
+
+@pytest.mark.parametrize(("encoding", "make_bomb"), [("gzip", gzip_bomb), ("deflate", zlib_bomb)])
+async def test_a_compression_bomb_stops_at_the_decoded_cap_without_growing_memory(
+    web: FakeWeb, fetcher: PageFetcher, encoding: str, make_bomb: Callable[[], bytes]
+) -> None:
+    bomb = make_bomb()  # gzip_bomb: 256 MiB of zeros in about 255 KiB
+    url = web.page("/bomb", bomb, headers={"Content-Encoding": encoding})
+    assert len(bomb) < 300 * 1024
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(FetchRefused, match="decompresses to more than 10,485,760 bytes"):
+            await fetcher.fetch(url)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 40 * MiB  # the cap plus change, not 256 MiB
+
+
+async def test_an_encoding_we_cannot_bound_is_refused(web: FakeWeb, fetcher: PageFetcher) -> None:
+    url = web.page("/br", b"\x1b\x00", headers={"Content-Encoding": "br"})
+
+    with pytest.raises(FetchRefused, match="unsupported encoding 'br'"):
+        await fetcher.fetch(url)
+
+
+async def test_a_slow_drip_trips_the_total_deadline(web: FakeWeb) -> None:
+    url = web.drip("/slow", ARTICLE_HTML.encode())
+    limits = FetchLimits(deadline_s=0.5, read_timeout_s=10)  # each byte comes well in time
+    async with PageFetcher(allow_hosts=[web.host_port], limits=limits) as fetcher:
+        with pytest.raises(ToolError, match=r"timed out: reading .* took more than 0.5 s"):
+            await fetcher.fetch(url)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "kind"),
+    [
+        ("application/pdf", "application/pdf"),
+        ("image/png", "image/png"),
+        ("", "without a content type"),
+    ],
+)
+async def test_content_that_is_not_text_is_refused(
+    web: FakeWeb, fetcher: PageFetcher, content_type: str, kind: str
+) -> None:
+    url = web.page("/file", b"%PDF-1.7 \x00\x01", content_type=content_type)
+
+    with pytest.raises(FetchRefused, match="not a text page") as refused:
+        await fetcher.fetch(url)
+
+    assert kind in str(refused.value)
+
+
+async def test_http_errors_and_empty_pages_are_tool_errors(
+    web: FakeWeb, fetcher: PageFetcher
+) -> None:
+    empty = web.page("/empty", "<html><body><script>x()</script></body></html>")
+
+    with pytest.raises(ToolError, match="HTTP 404 Not Found") as missing:
+        await fetcher.fetch(web.url + "/nope")
+    with pytest.raises(ToolError, match="no readable text"):
+        await fetcher.fetch(empty)
+
+    assert not isinstance(missing.value, FetchRefused)
+
+
+async def test_a_closed_port_is_a_tool_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    async with PageFetcher(allow_hosts=[f"127.0.0.1:{port}"]) as fetcher:
+        with pytest.raises(ToolError, match=r"could not fetch .*ConnectError"):
+            await fetcher.fetch(f"http://127.0.0.1:{port}/")
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["text/plain; charset=rot13", "text/plain; charset=zlib", "text/plain; charset=nope"],
+)
+async def test_a_charset_that_is_not_a_text_codec_falls_back_to_utf8(
+    web: FakeWeb, fetcher: PageFetcher, content_type: str
+) -> None:
+    url = web.page("/odd.txt", "Grüße aus Pittsburgh", content_type=content_type)
+
+    page = await fetcher.fetch(url)
+
+    assert page.text == "Grüße aus Pittsburgh"
+
+
+async def test_long_text_is_cut_with_a_visible_marker(web: FakeWeb, fetcher: PageFetcher) -> None:
+    url = web.page("/long.txt", "word " * 20_000, content_type="text/plain")
+
+    page = await fetcher.fetch(url)
+
+    assert page.truncated
+    assert page.text.endswith("[… text cut here: the page is longer than 40,000 characters]")
+    assert len(page.text) < 40_100
+
+
+async def test_cookies_are_not_kept_between_fetches(web: FakeWeb, fetcher: PageFetcher) -> None:
+    url = web.page("/cookie", ARTICLE_HTML, headers={"Set-Cookie": "track=1; Path=/"})
+
+    await fetcher.fetch(url)
+    await fetcher.fetch(url)
+
+    assert "Cookie" not in web.requests[-1].headers
+
+
+async def test_the_connection_goes_to_the_address_that_was_checked(web: FakeWeb) -> None:
+    """DNS rebinding: the name answers an allowed address, then the metadata address."""
+    answers = [["127.0.0.1"], ["169.254.169.254"]]
+    asked: list[str] = []
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    port = web.host_port.split(":")[1]
+    url = f"http://rebind.test:{port}{ARTICLE_PATH}"
+    async with PageFetcher(allow_hosts=[web.host_port], resolver=rebinding) as fetcher:
+        page = await fetcher.fetch(url)
+        with pytest.raises(FetchRefused, match=r"rebind\.test resolves to 169\.254\.169\.254"):
+            await fetcher.fetch(url)
+
+    assert page.url == url
+    assert asked == ["rebind.test", "rebind.test"]  # once per fetch: nothing resolved again
+    assert [r.headers["Host"] for r in web.requests] == [f"rebind.test:{port}"]
+
+
+async def test_https_is_pinned_and_still_verifies_the_name() -> None:
+    server, client = tls_contexts()
+
+    async def to_localhost(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    async with FakeWeb(tls=server) as web:
+        port = web.host_port.split(":")[1]
+        async with PageFetcher(
+            allow_hosts=[web.host_port], resolver=to_localhost, verify=client
+        ) as fetcher:
+            page = await fetcher.fetch(f"https://{TLS_HOST}:{port}{ARTICLE_PATH}")
+            with pytest.raises(ToolError, match=r"could not fetch .*ConnectError"):
+                await fetcher.fetch(f"https://127.0.0.1:{port}{ARTICLE_PATH}")  # not its name
+
+    assert "Series B round" in page.text
+    assert web.requests[0].headers["Host"] == f"{TLS_HOST}:{port}"

@@ -1,0 +1,181 @@
+"""The `research-bot` command end to end, as a subprocess against the local fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import world_env
+from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.tavily_api import FakeTavily
+from tests.fakes.web import ARTICLE_PATH, FakeWeb
+
+ROOT = Path(__file__).resolve().parent.parent
+REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n\n## Overview\nFounded 2015 [2].\n"
+
+
+class Cli:
+    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+        self.cwd = cwd
+        # Only what the bot needs: no key or setting leaks in from the machine running the tests.
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(cwd),
+            "PYTHONPATH": str(ROOT),
+            **env,
+        }
+
+    async def start(self, *args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            *args,
+            cwd=self.cwd,
+            env=self.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+    async def run(self, *args: str) -> tuple[int, str, str]:
+        process = await self.start(*args)
+        out, err = await process.communicate()
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+def cli(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb) -> Cli:
+    return Cli(tmp_path, world_env(tmp_path, anthropic_api, tavily, web))
+
+
+async def test_without_a_key_it_says_what_to_set_and_exits_2(cli: Cli) -> None:
+    del cli.env["ANTHROPIC_API_KEY"]
+    code, _, err = await cli.run("research", "Acme Robotics")
+    assert code == 2
+    assert "ANTHROPIC_API_KEY" in err and "console.anthropic.com" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) <= 2
+
+
+async def test_an_invalid_setting_is_one_clear_line(cli: Cli) -> None:
+    cli.env["RESEARCH_BOT_MAX_TURNS"] = "lots"
+    code, _, err = await cli.run("research", "Acme Robotics")
+    assert code == 2 and "RESEARCH_BOT_MAX_TURNS" in err and "Traceback" not in err
+
+
+async def test_an_empty_topic_is_refused(cli: Cli) -> None:
+    code, _, err = await cli.run("research", "   ")
+    assert code == 2 and "what to research" in err
+
+
+async def test_research_writes_the_report_then_history_and_show_find_it(
+    cli: Cli, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    anthropic_api.script(
+        reply_tools(
+            [
+                ("web_search", {"query": "Acme Robotics"}),
+                ("read_page", {"url": web.url + ARTICLE_PATH}),
+            ]
+        ),
+        reply_text(REPORT),
+    )
+
+    code, out, err = await cli.run("research", "Acme Robotics")
+
+    assert code == 0, err
+    path = Path(out.strip())
+    assert path.parent == cli.cwd and path.name.startswith("acme-robotics-")
+    markdown = path.read_text()
+    assert "## TL;DR" in markdown and "## Sources" in markdown and "ending: completed" in markdown
+    assert "Searched: Acme Robotics" in err
+
+    code, out, _ = await cli.run("history", "--json")
+    rows = json.loads(out)
+    assert code == 0 and len(rows) == 1
+    row = rows[0]
+    assert {
+        "run_id",
+        "topic",
+        "mode",
+        "status",
+        "termination_reason",
+        "created_at",
+        "turns",
+        "cost_usd",
+    } <= row.keys()
+    assert (row["topic"], row["status"], row["termination_reason"]) == (
+        "Acme Robotics",
+        "done",
+        "completed",
+    )
+
+    code, out, _ = await cli.run("show", row["run_id"], "--trajectory")
+    steps = json.loads(out)
+    assert steps["run_id"] == row["run_id"] and steps["total_turns"] == 2
+    assert steps["termination_reason"] == "completed"
+    assert [len(t["tool_calls"]) for t in steps["turns"]] == [2, 0]
+    assert steps["turns"][-1]["final"] is True and steps["turns"][-1]["synthesis"] is False
+
+    code, out, _ = await cli.run("show", row["run_id"].upper())
+    assert code == 0 and out == markdown
+
+    code, _, err = await cli.run("show", "nosuchrun")
+    assert code == 1 and "No run" in err
+
+
+async def _wait_for_line(stream: asyncio.StreamReader, text: str) -> None:
+    while True:
+        line = await stream.readline()
+        assert line, f"the process ended before printing {text!r}"
+        if text in line.decode():
+            return
+
+
+async def test_ctrl_c_once_summarizes_now(
+    cli: Cli, anthropic_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        reply_text("never delivered"),
+        reply_text(REPORT),
+    )
+    first = anthropic_api.hold()
+    process = await cli.start("research", "Acme", "--output", str(tmp_path / "r.md"))
+    await anthropic_api.wait_for_requests(1)
+    first.set()
+    second = anthropic_api.hold()
+    await anthropic_api.wait_for_requests(2)
+    assert process.stderr is not None
+    await _wait_for_line(process.stderr, "Searched: acme")
+
+    process.send_signal(signal.SIGINT)
+    await anthropic_api.wait_for_cancelled(1)
+    second.set()
+    out, _ = await process.communicate()
+
+    assert process.returncode == 0
+    assert out.decode().strip() == str(tmp_path / "r.md")
+    assert "ending: forced_synthesized" in (tmp_path / "r.md").read_text()
+
+
+async def test_ctrl_c_twice_cancels(cli: Cli, anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.hold()
+    process = await cli.start("research", "Acme")
+    assert process.stderr is not None
+    await _wait_for_line(process.stderr, "researching")
+    await anthropic_api.wait_for_requests(1)
+
+    process.send_signal(signal.SIGINT)
+    await _wait_for_line(process.stderr, "Nothing has been gathered yet")
+    process.send_signal(signal.SIGINT)
+    _, err = await process.communicate()
+
+    assert process.returncode == 1
+    assert "Cancelled" in err.decode()
