@@ -142,9 +142,13 @@ class Researcher:
         self, run: RunState, tool_choice: dict[str, str] | None = None, until: float | None = None
     ) -> ModelCall:
         left = (until or run.deadline) - time.monotonic()
+        # A different tool_choice invalidates the cached messages (tools and system stay
+        # cached): the write-up can neither read the turns' cache nor be read again, so it
+        # writes none and pays the plain input price instead of the 1.25x write.
+        messages = run.messages if tool_choice else with_cache_breakpoints(run.messages)
         return ModelCall(
             system=[{"type": "text", "text": run.system, "cache_control": EPHEMERAL}],
-            messages=with_cache_breakpoints(run.messages),
+            messages=messages,
             tools=self._tools,
             tool_choice=tool_choice,
             max_tokens=self._limits.max_output_tokens,

@@ -72,7 +72,7 @@ def _normal_url(url: str) -> str:
     return url.split("#", 1)[0].rstrip("/")
 
 
-_CITATION = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\](?!\()")
+_CITATION = re.compile(r"( ?)\[(\d+(?:\s*,\s*\d+)*)\](?!\()")
 _LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
 _HEADING = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _TLDR = {"tl;dr", "tldr", "tl; dr"}
@@ -145,9 +145,10 @@ class _Renumber:
         return f"{label} [{number}]" if number else label
 
     def _citation(self, match: re.Match[str]) -> str:
-        numbers = [self._map(int(n)) for n in match.group(1).split(",")]
+        space, group = match.groups()
+        numbers = [self._map(int(n)) for n in group.split(",")]
         kept = sorted({n for n in numbers if n is not None})
-        return "".join(f"[{n}]" for n in kept)
+        return space + "".join(f"[{n}]" for n in kept) if kept else ""
 
     def _map(self, old: int) -> int | None:
         source = self._registry.get(old)
