@@ -179,3 +179,9 @@ async def test_ctrl_c_twice_cancels(cli: Cli, anthropic_api: FakeAnthropic) -> N
 
     assert process.returncode == 1
     assert "Cancelled" in err.decode()
+
+
+async def test_serve_without_a_platform_says_which_tokens_to_set(cli: Cli) -> None:
+    code, _, err = await cli.run("serve")
+    assert code == 2
+    assert "SLACK_BOT_TOKEN" in err and "DISCORD_TOKEN" in err and "Traceback" not in err
