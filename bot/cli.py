@@ -16,7 +16,6 @@ from rich.console import Console
 from bot.adapters.base import StatusView
 from bot.adapters.terminal import TerminalProgress, install_interrupts
 from bot.agent.trajectory import trajectory
-from bot.compose import open_services
 from bot.config import Settings
 from bot.domain import Mode, Origin, Request
 from bot.errors import BotError, ConfigError, NotFoundError, RequestError
@@ -69,6 +68,8 @@ def research(
 
 
 async def _research(settings: Settings, request: Request, output: Path | None) -> Path | None:
+    from bot.compose import open_services  # the model and web clients load only to research
+
     async with open_services(settings) as services:
         view = StatusView(run_id="", topic=request.topic, mode=request.mode.value, requester="you")
         progress = TerminalProgress(err, view)

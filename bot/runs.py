@@ -154,13 +154,22 @@ class RunManager:
         run_id = active.record.run_id
         try:
             await self._queue(active)
-            async with self._slots:
+            if not await self._slot_or_cancel(active):
+                self._waiting.remove(run_id)
+                await self._announce_queue()
+                await self._emit(active, finished := RunFinished(ending=Ending.CANCELLED,
+                                                                 turns=0, usage=Usage()))
+                await self._finish(active, Outcome(ending=finished.ending))
+                return
+            try:
                 self._waiting.remove(run_id)
                 await self._announce_queue()
                 await self._store.mark_running(run_id)
                 active.record = await self._store.get_run(run_id)
                 events = self._engine.research(run_id, request, active.control)
                 await self._consume(active, events, recovered=False)
+            finally:
+                self._slots.release()
         except asyncio.CancelledError:
             if run_id in self._waiting:
                 self._waiting.remove(run_id)
@@ -195,6 +204,20 @@ class RunManager:
         if self._slots.locked():
             position = self._waiting.index(active.record.run_id) + 1
             await self._emit(active, RunQueued(position=position))
+
+    async def _slot_or_cancel(self, active: _Active) -> bool:
+        """Wait for a free slot (True, held) unless the run is cancelled while it waits."""
+        acquire = asyncio.ensure_future(self._slots.acquire())
+        cancelled = asyncio.ensure_future(active.control.cancel_requested.wait())
+        try:
+            await asyncio.wait({acquire, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+            if not acquire.done():
+                acquire.cancel()
+        if acquire.done() and not acquire.cancelled():
+            return True
+        return False
 
     async def _announce_queue(self) -> None:
         for position, run_id in enumerate(self._waiting, start=1):

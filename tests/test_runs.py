@@ -87,3 +87,25 @@ def _answer_with(text: str):  # type: ignore[no-untyped-def]
         return reply_text(text)
 
     return answer
+
+
+async def test_cancelling_a_queued_run_ends_it_without_waiting_for_a_slot(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    gate = anthropic_api.hold()
+    anthropic_api.script(reply_text(REPORT))
+    async with open_services(settings.model_copy(update={"max_concurrent_runs": 1})) as services:
+        first, second = Recorder(), Recorder()
+        await services.runs.submit(Request(topic="One"), first)
+        queued = await services.runs.submit(Request(topic="Two"), second)
+        await second.wait_for("run_queued")
+
+        assert services.runs.cancel(queued.run_id)
+        await second.finished.wait()
+        stored = await services.store.get_run(queued.run_id)
+        gate.set()
+        await first.finished.wait()
+
+    assert second.outcome.ending is Ending.CANCELLED and len(anthropic_api.requests) == 1
+    assert stored.status is RunStatus.CANCELLED
+    assert first.outcome.ending is Ending.COMPLETED

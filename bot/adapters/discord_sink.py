@@ -1,0 +1,196 @@
+"""The Discord `ChatSink`: a run's message and thread, edits, replies and the report file, all
+sent with the bot token (never the interaction token, which dies after 15 minutes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import discord
+
+from bot.adapters.base import ChatProgress, StatusView
+from bot.adapters.discord_views import run_buttons, safe_text, split_message, status_embed
+from bot.agent.events import Event
+from bot.domain import RunRecord
+from bot.errors import RequestError
+from bot.runs import Outcome
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+THREAD_ARCHIVE_MINUTES: Literal[60, 1440, 4320, 10080] = 1440
+"""A day without messages before Discord hides the thread (it reopens on the next message)."""
+NO_MENTIONS = discord.AllowedMentions.none()
+"""Also on edits, where discord.py does not add the client's default by itself."""
+RESUMED = "The bot restarted while this run was in progress: writing up from what it had found."
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a run lives. A thread opened from a message has that message's id, so `thread` is
+    also the id of the run's status message in `channel`."""
+
+    guild: int
+    channel: int
+    thread: int
+
+
+def place_of(run: RunRecord) -> Place | None:
+    origin = run.origin
+    if not (origin.workspace.isdigit() and origin.channel.isdigit() and origin.thread.isdigit()):
+        return None
+    return Place(int(origin.workspace), int(origin.channel), int(origin.thread))
+
+
+async def send_report(
+    channel: discord.abc.Messageable, text: str, filename: str, markdown: str
+) -> None:
+    """`text` (already safe) split under the limit; the `.md` file rides on the last piece."""
+    pieces = split_message(text) or [filename]
+    for piece in pieces[:-1]:
+        await channel.send(piece, suppress_embeds=True)
+    report = discord.File(io.BytesIO(markdown.encode()), filename=filename)
+    await channel.send(pieces[-1], file=report, suppress_embeds=True)
+
+
+class DiscordSink:
+    """Shows runs on Discord. Knows each run's place from the store, or from its own post until
+    the run's record catches up."""
+
+    def __init__(self, client: discord.Client, store: Store) -> None:
+        self._client = client
+        self._store = store
+        self._places: dict[str, Place] = {}
+        self._runs_by_message: dict[int, str] = {}
+
+    def thread_of(self, run_id: str) -> int | None:
+        place = self._places.get(run_id)
+        return place.thread if place else None
+
+    def run_for_message(self, message_id: int) -> str | None:
+        """The run whose status message this is, while this process is showing it."""
+        return self._runs_by_message.get(message_id)
+
+    async def post_status(self, run: RunRecord, view: StatusView) -> None:
+        known = place_of(run)
+        if known is not None:
+            # Recovered after a restart: the message and thread exist; pick them up again.
+            self._remember(run.run_id, known)
+            await self.edit_status(run, view)
+            await self.reply(run, RESUMED)
+            return
+        channel = await self._text_channel(run)
+        message = await channel.send(embed=status_embed(view), view=run_buttons(run.run_id))
+        try:
+            thread = await message.create_thread(
+                name=_thread_name(run), auto_archive_duration=THREAD_ARCHIVE_MINUTES
+            )
+        except discord.HTTPException:
+            # No thread, no run: do not leave buttons behind that lead nowhere.
+            with contextlib.suppress(discord.HTTPException):
+                await message.delete()
+            raise
+        self._remember(run.run_id, Place(channel.guild.id, channel.id, thread.id))
+        await self._store.set_location(run.run_id, channel=str(channel.id), thread=str(thread.id))
+
+    async def edit_status(self, run: RunRecord, view: StatusView) -> None:
+        place = self._place(run)
+        if place is None:
+            return
+        message = self._client.get_partial_messageable(
+            place.channel, guild_id=place.guild
+        ).get_partial_message(place.thread)
+        if view.finished:
+            await message.edit(embed=status_embed(view), view=None, allowed_mentions=NO_MENTIONS)
+            self._forget(run.run_id)
+        else:
+            await message.edit(embed=status_embed(view), allowed_mentions=NO_MENTIONS)
+
+    async def reply(self, run: RunRecord, text: str) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            for piece in split_message(safe_text(text)):
+                await thread.send(piece, suppress_embeds=True)
+
+    async def upload_report(
+        self, run: RunRecord, filename: str, markdown: str, comment: str
+    ) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            await send_report(thread, safe_text(comment), filename, markdown)
+
+    async def _text_channel(self, run: RunRecord) -> discord.TextChannel:
+        channel_id = int(run.origin.channel)
+        channel = self._client.get_channel(channel_id) or await self._client.fetch_channel(
+            channel_id
+        )
+        if not isinstance(channel, discord.TextChannel):
+            raise RequestError("Runs start from a text channel: each one gets a thread there.")
+        return channel
+
+    def _thread(self, run: RunRecord) -> discord.PartialMessageable | None:
+        place = self._place(run)
+        if place is None:
+            return None
+        return self._client.get_partial_messageable(
+            place.thread, guild_id=place.guild, type=discord.ChannelType.public_thread
+        )
+
+    def _place(self, run: RunRecord) -> Place | None:
+        place = self._places.get(run.run_id) or place_of(run)
+        if place is None:
+            log.debug("run %s: no Discord message to show it in", run.run_id)
+        return place
+
+    def _remember(self, run_id: str, place: Place) -> None:
+        self._places[run_id] = place
+        self._runs_by_message[place.thread] = run_id
+
+    def _forget(self, run_id: str) -> None:
+        place = self._places.pop(run_id, None)
+        if place is not None:
+            self._runs_by_message.pop(place.thread, None)
+
+
+def _thread_name(run: RunRecord) -> str:
+    # Discord caps thread names at 100 characters.
+    return run.topic[:100]
+
+
+class CommandFollow:
+    """The listener of a run started by `/research`: makes the run's `ChatProgress` on the first
+    event (the record carries the run id by then) and resolves `posted` with the post's error,
+    or None, so the command can say where the run went or what stopped it."""
+
+    def __init__(self, make: Callable[[RunRecord], ChatProgress]) -> None:
+        self._make = make
+        self._progress: ChatProgress | None = None
+        # A result, never an exception: a command that stopped waiting must leave nothing unread.
+        self.posted: asyncio.Future[Exception | None] = asyncio.get_running_loop().create_future()
+
+    async def on_event(self, run: RunRecord, event: Event) -> None:
+        if self._progress is not None:
+            await self._progress.on_event(run, event)
+            return
+        self._progress = self._make(run)
+        try:
+            await self._progress.on_event(run, event)
+        except Exception as error:
+            self._resolve(error)
+            raise
+        self._resolve(None)
+
+    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
+        self._resolve(None)
+        if self._progress is None:
+            self._progress = self._make(run)
+        await self._progress.on_finished(run, outcome)
+
+    def _resolve(self, error: Exception | None) -> None:
+        if not self.posted.done():
+            self.posted.set_result(error)

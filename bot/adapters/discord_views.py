@@ -1,0 +1,191 @@
+"""What the bot shows and offers on Discord: the `/research` command's shape, the status embed,
+the persistent run buttons, safe text and message splitting.
+
+The command and the buttons find their handlers on `interaction.client`, so their shapes can be
+synced without a running bot. The buttons are `DynamicItem`s: their custom id carries the action
+and the run id, and the client registers the class at start-up, so a button on a message posted
+before a restart still reaches the new process.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Protocol, Self, runtime_checkable
+
+import discord
+from discord import app_commands
+
+from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.domain import MAX_TOPIC_CHARS, Mode
+from bot.errors import ConfigError
+
+MESSAGE_LIMIT = 2000
+"""Discord's limit on a message's content, in characters."""
+Action = Literal["summarize", "cancel"]
+
+_EMOJI = {
+    "memo": "📝",
+    "pencil": "📝",
+    "page_facing_up": "📄",
+    "scroll": "📜",
+    "bookmark_tabs": "📑",
+    "pushpin": "📌",
+    "writing_hand": "✍️",
+    "white_check_mark": "✅",
+    "checkered_flag": "🏁",
+    "zap": "⚡",
+    "rocket": "🚀",
+    "eyes": "👀",
+    "hourglass": "⌛",
+    "stopwatch": "⏱️",
+}
+"""Slack-style names (what RESEARCH_BOT_SUMMARIZE_EMOJI holds) to the unicode Discord reports."""
+
+
+def reaction_emoji(setting: str) -> str:
+    """The unicode emoji for the summarize setting: a Slack name (`memo`) or the emoji itself."""
+    name = setting.strip().strip(":")
+    if name in _EMOJI:
+        return _EMOJI[name]
+    if name and not name.isascii():
+        return name
+    known = ", ".join(sorted(_EMOJI))
+    raise ConfigError(
+        f"RESEARCH_BOT_SUMMARIZE_EMOJI={setting!r} has no Discord emoji here: use one of "
+        f"{known}, or the emoji character itself."
+    )
+
+
+def safe_text(text: str) -> str:
+    """Untrusted text (the model's, the web's) made inert for display: no broadcast, user or role
+    mention survives even if allowed mentions were ever loosened."""
+    return discord.utils.escape_mentions(defuse_broadcasts(text))
+
+
+def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
+    """Pieces of at most `limit` characters, cut at line ends, else at a space, else anywhere."""
+    pieces: list[str] = []
+    current = ""
+    for line in text.splitlines(keepends=True):
+        if current and len(current) + len(line) > limit:
+            pieces.append(current)
+            current = ""
+        while len(line) > limit:
+            cut = line.rfind(" ", limit // 2, limit) + 1 or limit
+            pieces.append(line[:cut])
+            line = line[cut:]
+        current += line
+    pieces.append(current)
+    return [piece.rstrip() for piece in pieces if piece.strip()]
+
+
+def status_embed(view: StatusView) -> discord.Embed:
+    """The run's parent message. Topic and action may hold untrusted text: escaped, not obeyed."""
+    title = f"{view.mode.capitalize()} research: {view.topic}"
+    lines = [f"**Status:** {view.state}" + (f" · turn {view.turn}" if view.turn else "")]
+    if view.action:
+        lines.append(f"**Now:** {discord.utils.escape_markdown(safe_text(view.action))}")
+    lines.append(f"**Sources:** {view.sources} · **Cost:** ${view.cost_usd:.2f}")
+    lines.append(f"Asked by <@{view.requester}> · run `{view.run_id}`")
+    colour = discord.Colour.green() if view.finished else discord.Colour.blurple()
+    return discord.Embed(title=safe_text(title)[:256], description="\n".join(lines), colour=colour)
+
+
+@runtime_checkable
+class Handlers(Protocol):
+    """What the client offers the command and the buttons, their input already parsed."""
+
+    async def start_research(
+        self, interaction: discord.Interaction[Any], text: str, mode: Mode
+    ) -> None: ...
+
+    async def show_history(self, interaction: discord.Interaction[Any]) -> None: ...
+
+    async def show_report(self, interaction: discord.Interaction[Any], run_id: str) -> None: ...
+
+    async def on_run_button(
+        self, interaction: discord.Interaction[Any], action: Action, run_id: str
+    ) -> None: ...
+
+
+def _handlers(interaction: discord.Interaction[Any]) -> Handlers:
+    client = interaction.client
+    if not isinstance(client, Handlers):
+        raise TypeError(f"{type(client).__name__} does not handle /research")
+    return client
+
+
+Topic = app_commands.Range[str, 1, MAX_TOPIC_CHARS]
+
+
+def research_group() -> app_commands.Group:
+    """`/research company|contracts|history|show`, usable in servers only."""
+    group = app_commands.Group(
+        name="research",
+        description="Research a company or open public contracts",
+        guild_only=True,
+        allowed_contexts=app_commands.AppCommandContext(guild=True),
+        allowed_installs=app_commands.AppInstallationType(guild=True),
+    )
+
+    @group.command(name="company", description="Research a company: a sourced profile")
+    @app_commands.describe(name="The company, e.g. Acme Robotics")
+    async def company(interaction: discord.Interaction[Any], name: Topic) -> None:
+        await _handlers(interaction).start_research(interaction, name, Mode.COMPANY)
+
+    @group.command(name="contracts", description="Find open public tenders and contracts")
+    @app_commands.describe(filters="What to look for, e.g. road maintenance, Ireland, over 1M EUR")
+    async def contracts(interaction: discord.Interaction[Any], filters: Topic) -> None:
+        await _handlers(interaction).start_research(interaction, filters, Mode.CONTRACTS)
+
+    @group.command(name="history", description="This server's recent runs (only you see it)")
+    async def history(interaction: discord.Interaction[Any]) -> None:
+        await _handlers(interaction).show_history(interaction)
+
+    @group.command(name="show", description="Post a past run's report in this channel")
+    @app_commands.describe(run="The run id, as in /research history")
+    async def show(interaction: discord.Interaction[Any], run: str) -> None:
+        await _handlers(interaction).show_report(interaction, run)
+
+    return group
+
+
+class RunButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]],
+    template=r"rb:(?P<action>summarize|cancel):(?P<run_id>[a-z0-9]{1,40})",
+):
+    """The "Summarize now" or "Cancel" button of one run: works for any run id, in any process."""
+
+    def __init__(self, action: Action, run_id: str) -> None:
+        label, style = (
+            ("Summarize now", discord.ButtonStyle.primary)
+            if action == "summarize"
+            else ("Cancel", discord.ButtonStyle.danger)
+        )
+        super().__init__(
+            discord.ui.Button(label=label, style=style, custom_id=f"rb:{action}:{run_id}")
+        )
+        self.action: Action = action
+        self.run_id = run_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        action: Action = "summarize" if match["action"] == "summarize" else "cancel"
+        return cls(action, match["run_id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        await _handlers(interaction).on_run_button(interaction, self.action, self.run_id)
+
+
+def run_buttons(run_id: str) -> discord.ui.View:
+    """The two buttons under a running run's message; `timeout=None` so they never expire."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(RunButton("summarize", run_id))
+    view.add_item(RunButton("cancel", run_id))
+    return view
