@@ -20,6 +20,12 @@ USAGE = (
     f"Topics are at most {MAX_TOPIC_CHARS} characters."
 )
 
+DISCORD_USAGE = (
+    "Usage: `/research company name:<company>`, `/research contracts filters:<filters>`, "
+    f"`/research history`, `/research show run:<id>`. Topics are at most {MAX_TOPIC_CHARS} "
+    "characters."
+)
+
 
 class Command(BaseModel):
     kind: Literal["research", "history", "show", "help"]
@@ -45,11 +51,11 @@ def parse_command(text: str) -> Command:
     return research_command(text, Mode.COMPANY)
 
 
-def research_command(topic: str, mode: Mode) -> Command:
+def research_command(topic: str, mode: Mode, usage: str = USAGE) -> Command:
     try:
         return Command(kind="research", topic=validate_topic(topic), mode=mode)
     except RequestError as error:
-        raise RequestError(f"{error}\n\n{USAGE}") from None
+        raise RequestError(f"{error}\n\n{usage}") from None
 
 
 def show_command(run_id: str) -> Command:

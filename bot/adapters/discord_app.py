@@ -17,7 +17,7 @@ from aiolimiter import AsyncLimiter
 from discord import app_commands
 
 from bot.adapters.base import ChatProgress, StatusView
-from bot.adapters.commands import history_lines, research_command, show_command
+from bot.adapters.commands import DISCORD_USAGE, history_lines, research_command, show_command
 from bot.adapters.discord_sink import CommandFollow, DiscordSink, send_report
 from bot.adapters.discord_views import (
     Action,
@@ -113,7 +113,7 @@ class ResearchClient(discord.AutoShardedClient):
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            command = research_command(text, mode)
+            command = research_command(text, mode, usage=DISCORD_USAGE)
         except RequestError as error:
             await _tell(interaction, str(error))
             return
