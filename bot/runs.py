@@ -69,6 +69,7 @@ class _Active:
         self.control = Control()
         self.task: asyncio.Task[None] | None = None
         self.finished = asyncio.Event()
+        self.persisted = False
 
 
 class RunManager:
@@ -153,36 +154,40 @@ class RunManager:
     async def _run(self, active: _Active, request: Request) -> None:
         run_id = active.record.run_id
         try:
-            await self._queue(active)
-            if not await self._slot_or_cancel(active):
-                self._waiting.remove(run_id)
-                await self._announce_queue()
-                await self._emit(active, finished := RunFinished(ending=Ending.CANCELLED,
-                                                                 turns=0, usage=Usage()))
-                await self._finish(active, Outcome(ending=finished.ending))
-                return
-            try:
-                self._waiting.remove(run_id)
-                await self._announce_queue()
-                await self._store.mark_running(run_id)
-                active.record = await self._store.get_run(run_id)
-                events = self._engine.research(run_id, request, active.control)
-                await self._consume(active, events, recovered=False)
-            finally:
-                self._slots.release()
+            outcome = await self._research(active, request)
+            # Delivered outside the slot: a slow chat platform must not hold up queued runs.
+            await self._deliver(active, outcome)
         except asyncio.CancelledError:
             if run_id in self._waiting:
                 self._waiting.remove(run_id)
-            await self._store.finish_run(
-                run_id,
-                status=RunStatus.INTERRUPTED,
-                ending=None,
-                error="The bot stopped while this run was in progress.",
-            )
+            if not active.persisted:
+                await self._store.finish_run(
+                    run_id,
+                    status=RunStatus.INTERRUPTED,
+                    ending=None,
+                    error="The bot stopped while this run was in progress.",
+                )
             raise
         finally:
             self._active.pop(run_id, None)
             active.finished.set()
+
+    async def _research(self, active: _Active, request: Request) -> Outcome | None:
+        run_id = active.record.run_id
+        await self._queue(active)
+        got_slot = await self._slot_or_cancel(active)
+        self._waiting.remove(run_id)
+        await self._announce_queue()
+        if not got_slot:
+            await self._emit(active, RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage()))
+            return await self._persist(active, Outcome(ending=Ending.CANCELLED))
+        try:
+            await self._store.mark_running(run_id)
+            active.record = await self._store.get_run(run_id)
+            events = self._engine.research(run_id, request, active.control)
+            return await self._consume(active, events, recovered=False)
+        finally:
+            self._slots.release()
 
     async def _recover(self, active: _Active) -> None:
         run_id = active.record.run_id
@@ -194,7 +199,8 @@ class RunManager:
             async with self._slots:
                 await self._store.mark_running(run_id)
                 events = self._engine.recover(run_id, request, history)
-                await self._consume(active, events, recovered=True)
+                outcome = await self._consume(active, events, recovered=True)
+            await self._deliver(active, outcome)
         finally:
             self._active.pop(run_id, None)
             active.finished.set()
@@ -215,9 +221,7 @@ class RunManager:
             cancelled.cancel()
             if not acquire.done():
                 acquire.cancel()
-        if acquire.done() and not acquire.cancelled():
-            return True
-        return False
+        return acquire.done() and not acquire.cancelled()
 
     async def _announce_queue(self) -> None:
         for position, run_id in enumerate(self._waiting, start=1):
@@ -227,26 +231,31 @@ class RunManager:
 
     async def _consume(
         self, active: _Active, events: AsyncIterator[Event], *, recovered: bool
-    ) -> None:
+    ) -> Outcome | None:
         started = time.monotonic()
         report: Report | None = None
+        outcome: Outcome | None = None
         async for event in events:
             await self._emit(active, event)
             if isinstance(event, ReportReady):
                 report = event.report
             elif isinstance(event, RunFinished):
-                outcome = Outcome(
-                    ending=event.ending,
-                    report=report,
-                    error=event.error,
-                    turns=event.turns,
-                    usage=event.usage,
-                    duration_s=time.monotonic() - started,
-                    recovered=recovered,
+                outcome = await self._persist(
+                    active,
+                    Outcome(
+                        ending=event.ending,
+                        report=report,
+                        error=event.error,
+                        turns=event.turns,
+                        usage=event.usage,
+                        duration_s=time.monotonic() - started,
+                        recovered=recovered,
+                    ),
                 )
-                await self._finish(active, outcome)
+        return outcome
 
-    async def _finish(self, active: _Active, outcome: Outcome) -> None:
+    async def _persist(self, active: _Active, outcome: Outcome) -> Outcome:
+        """Store the ending and the report's Markdown; from here the run cannot be lost."""
         run_id = active.record.run_id
         if outcome.report is not None:
             record = await self._store.get_run(run_id)
@@ -261,10 +270,16 @@ class RunManager:
             run_id, status=status, ending=outcome.ending.value, error=outcome.error
         )
         active.record = await self._store.get_run(run_id)
+        active.persisted = True
+        return outcome
+
+    async def _deliver(self, active: _Active, outcome: Outcome | None) -> None:
+        if outcome is None:
+            return
         try:
             await active.listener.on_finished(active.record, outcome)
         except Exception:
-            log.exception("run %s: listener failed to deliver the outcome", run_id)
+            log.exception("run %s: listener failed to deliver the outcome", active.record.run_id)
 
     async def _emit(self, active: _Active, event: Event) -> None:
         await self._store.append_event(active.record.run_id, event)

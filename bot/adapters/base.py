@@ -32,6 +32,8 @@ from bot.domain import RunRecord
 from bot.runs import Outcome
 
 log = logging.getLogger(__name__)
+BUDGET_RETRY_S = 0.5
+"""How long an intermediate edit waits when the workspace's edit budget is spent."""
 
 ENDING_LABELS = {
     "completed": "Done",
@@ -207,7 +209,12 @@ class ChatProgress:
 
     async def _flush_edits(self, run: RunRecord) -> None:
         # Coalesce: however many events arrive, at most one edit per interval shows the latest.
+        # An intermediate edit never queues for the workspace budget: it waits for the next
+        # interval instead, so the final edits of finishing runs are not stuck behind it.
         while self._dirty.is_set():
+            if not self._limiter.has_capacity():
+                await asyncio.sleep(max(self._interval, BUDGET_RETRY_S))
+                continue
             self._dirty.clear()
             async with self._limiter:
                 try:

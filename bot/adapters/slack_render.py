@@ -1,0 +1,137 @@
+"""Slack text and Block Kit: untrusted text escaped so it pings nobody; the status message."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.domain import Mode
+
+ACTION_SUMMARIZE = "research_summarize"
+ACTION_CANCEL = "research_cancel"
+
+SECTION_CHARS = 3_000
+"""Slack's limit for a section block's text."""
+MESSAGE_CHARS = 3_900
+"""Longest plain message we send; Slack truncates `text` past 40,000 but advises under 4,000."""
+FALLBACK_CHARS = 300
+"""The notification text beside blocks: short on purpose."""
+
+_USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
+_PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
+
+
+def escape(text: str) -> str:
+    """Untrusted text (model, web, user) as Slack mrkdwn that shows as typed and notifies nobody.
+
+    Escaping `&`, `<` and `>` turns every `<!channel>`, `<!here>`, `<!everyone>`, `<@U…>`,
+    `<#C…>`, `<!subteam^…>` and `<url|label>` into literal text; bare `@here` and friends
+    get a zero-width joiner so that no client or future `link_names` turns them into pings.
+    """
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return defuse_broadcasts(text)
+
+
+def unescape_incoming(text: str) -> str:
+    """Slack sends `&`, `<`, `>` in a slash command's text as entities: back to what was typed."""
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def clip(text: str, limit: int) -> str:
+    """Cut already-escaped text to `limit` characters without leaving half an entity."""
+    if len(text) <= limit:
+        return text
+    return _PARTIAL_ENTITY.sub("", text[: limit - 1]) + "…"
+
+
+def mention(user_id: str) -> str:
+    """Our own mention of the person who asked (an id from Slack's signed payload, checked)."""
+    return f"<@{user_id}>" if _USER_ID.match(user_id) else escape(user_id)
+
+
+def status_line(view: StatusView) -> str:
+    parts = [f"*{escape(view.state)}*"]
+    if view.turn:
+        parts.append(f"turn {view.turn}")
+    if view.sources:
+        parts.append(f"{view.sources} source{'s' if view.sources != 1 else ''}")
+    if view.cost_usd:
+        parts.append(f"${view.cost_usd:.2f}")
+    line = " · ".join(parts)
+    if view.action and not view.finished:
+        line += f"\n{escape(view.action)}"
+    return line
+
+
+def status_text(view: StatusView) -> str:
+    """The message's plain `text`: what notifications and screen readers show."""
+    return clip(f"Research: {escape(view.topic)} ({escape(view.state)})", FALLBACK_CHARS)
+
+
+def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[str, Any]]:
+    """The parent message: topic and requester, status, and the two buttons while it runs."""
+    kind = " (public contracts)" if view.mode == Mode.CONTRACTS.value else ""
+    header = f"*Research{kind}:* {escape(view.topic)}\nAsked by {mention(view.requester)}"
+    blocks: list[dict[str, Any]] = [
+        _section(header),
+        _section(status_line(view)),
+    ]
+    if buttons:
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "research_controls",
+                "elements": [
+                    _button("Summarize now", ACTION_SUMMARIZE, run_id, style="primary"),
+                    _button("Cancel", ACTION_CANCEL, run_id, style="danger", confirm=True),
+                ],
+            }
+        )
+    blocks.append(
+        {
+            "type": "context",
+            "elements": [
+                {"type": "mrkdwn", "text": f"Run `{escape(run_id)}` · replies in the thread"}
+            ],
+        }
+    )
+    return blocks
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text, SECTION_CHARS)}}
+
+
+def _button(
+    label: str, action_id: str, run_id: str, *, style: str, confirm: bool = False
+) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action_id,
+        "value": run_id,
+        "style": style,
+        "text": {"type": "plain_text", "text": label},
+    }
+    if confirm:
+        button["confirm"] = {
+            "title": {"type": "plain_text", "text": "Cancel this run?"},
+            "text": {
+                "type": "plain_text",
+                "text": "The research stops now. Use Summarize now to keep what it found.",
+            },
+            "confirm": {"type": "plain_text", "text": "Cancel the run"},
+            "deny": {"type": "plain_text", "text": "Keep going"},
+        }
+    return button
+
+
+def message_text(text: str) -> str:
+    """A thread reply made from untrusted text."""
+    return clip(escape(text), MESSAGE_CHARS)
+
+
+def shared_report_text(user_id: str, run_id: str, title: str, tldr: str) -> str:
+    """`/research show`: who re-shared which report, and its TL;DR."""
+    head = f"{mention(user_id)} shared report `{escape(run_id)}`: *{escape(title)}*"
+    return clip(f"{head}\nTL;DR: {escape(tldr)}\nThe full report is in the thread.", MESSAGE_CHARS)

@@ -1,0 +1,234 @@
+"""Talking to Slack's Web API: the client (429s honoured), this process's share of Slack's rate
+limits, and the `ChatSink` that posts a run's parent message, edits it, replies in its thread
+and uploads the report."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiolimiter import AsyncLimiter
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.adapters.base import StatusView
+from bot.adapters.slack_render import message_text, status_blocks, status_text
+from bot.config import Settings
+from bot.domain import RunRecord
+from bot.errors import ConfigError
+from bot.store import Store
+
+log = logging.getLogger(__name__)
+
+SLACK_API_URL = "https://slack.com/api/"
+RATE_LIMIT_RETRIES = 3
+UPDATES_PER_MINUTE = 40
+"""`chat.update` is Tier 3 (about 50 a minute per workspace): a margin for other edits."""
+UPDATE_BURST = 10
+"""Edits allowed back to back; with the rate above no minute ever sees more than 50."""
+POSTS_PER_SECOND = 1
+"""`chat.postMessage` allows about one a second per channel, with short bursts."""
+POST_BURST = 3
+
+Unreachable = Callable[[RunRecord, str], Awaitable[None]]
+"""Told when the parent message cannot be posted (the bot is not in a private channel …)."""
+
+
+def require_slack_settings(settings: Settings) -> None:
+    """Raise ConfigError, in one sentence a person can act on, when a token is missing."""
+    if settings.slack_bot_token is None:
+        raise ConfigError(
+            "SLACK_BOT_TOKEN is not set: copy the Bot User OAuth Token (xoxb-...) "
+            "from your Slack app's OAuth & Permissions page."
+        )
+    if settings.slack_app_token is not None:
+        if not settings.slack_app_token.get_secret_value().startswith("xapp-"):
+            raise ConfigError(
+                "SLACK_APP_TOKEN must be an app-level token (xapp-...) with the "
+                "connections:write scope, from Basic Information > App-Level Tokens."
+            )
+    elif settings.slack_signing_secret is None:
+        raise ConfigError(
+            "SLACK_SIGNING_SECRET is not set: HTTP mode needs it to check that "
+            "requests come from Slack (set SLACK_APP_TOKEN for Socket Mode instead)."
+        )
+
+
+def make_client(settings: Settings) -> AsyncWebClient:
+    """The Web API client: honours 429 Retry-After (slack_sdk's own retry policy)."""
+    require_slack_settings(settings)
+    assert settings.slack_bot_token is not None
+    base_url = settings.slack_api_url or SLACK_API_URL
+    return AsyncWebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=base_url if base_url.endswith("/") else base_url + "/",
+        retry_handlers=[
+            AsyncConnectionErrorRetryHandler(),
+            AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+        ],
+    )
+
+
+class SlackBudget:
+    """Slack's rate limits as leaky buckets shared by every run of the process."""
+
+    def __init__(
+        self,
+        *,
+        updates_per_minute: float = UPDATES_PER_MINUTE,
+        update_burst: int = UPDATE_BURST,
+        posts_per_second: float = POSTS_PER_SECOND,
+        post_burst: int = POST_BURST,
+    ) -> None:
+        self._update_bucket = (update_burst, update_burst * 60 / updates_per_minute)
+        self._post_bucket = (post_burst, post_burst / posts_per_second)
+        self._updates: dict[str, AsyncLimiter] = {}
+        self._posts: dict[str, AsyncLimiter] = {}
+
+    def updates(self, team: str) -> AsyncLimiter:
+        """The `chat.update` budget of one workspace."""
+        if team not in self._updates:
+            # A bucket of `update_burst` that drains at the rate: the burst plus one minute's
+            # drain is the most any sliding minute can see.
+            self._updates[team] = AsyncLimiter(*self._update_bucket)
+        return self._updates[team]
+
+    def posts(self, channel: str) -> AsyncLimiter:
+        """The `chat.postMessage` budget of one channel."""
+        if channel not in self._posts:
+            self._posts[channel] = AsyncLimiter(*self._post_bucket)
+        return self._posts[channel]
+
+
+async def post_message(
+    client: AsyncWebClient,
+    budget: SlackBudget,
+    channel: str,
+    *,
+    text: str,
+    blocks: list[dict[str, Any]] | None = None,
+    thread_ts: str | None = None,
+) -> str:
+    """Post (text already safe) with unfurls off; join a public channel once if not in it yet.
+
+    Joining rather than posting from outside (`chat:write.public`) keeps the bot a member, so
+    that it receives the channel's reactions and may upload files into its threads.
+    """
+    args: dict[str, Any] = {
+        "channel": channel,
+        "text": text,
+        "unfurl_links": False,
+        "unfurl_media": False,
+    }
+    if blocks is not None:
+        args["blocks"] = blocks
+    if thread_ts:
+        args["thread_ts"] = thread_ts
+    try:
+        async with budget.posts(channel):
+            response = await client.chat_postMessage(**args)
+    except SlackApiError as error:
+        if error.response.get("error") != "not_in_channel":
+            raise
+        await client.conversations_join(channel=channel)
+        async with budget.posts(channel):
+            response = await client.chat_postMessage(**args)
+    return str(response["ts"])
+
+
+class SlackSink:
+    """One run's parent message and thread in a channel."""
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: Store,
+        budget: SlackBudget,
+        *,
+        team: str,
+        channel: str,
+        parents: dict[tuple[str, str], str],
+        thread: str = "",
+        resumed: bool = False,
+        on_unreachable: Unreachable | None = None,
+    ) -> None:
+        self._client = client
+        self._store = store
+        self._budget = budget
+        self._team = team
+        self._channel = channel
+        self._ts = thread
+        self._parents = parents
+        self._resumed = resumed
+        """Finished after a restart: its buttons would reach no control, so none are shown."""
+        self._on_unreachable = on_unreachable
+
+    @property
+    def thread(self) -> str:
+        return self._ts
+
+    async def post_status(self, run: RunRecord, view: StatusView) -> None:
+        view.run_id = view.run_id or run.run_id
+        if self._ts:
+            # A recovered run keeps its parent message and thread.
+            async with self._budget.updates(self._team):
+                await self.edit_status(run, view)
+            return
+        try:
+            self._ts = await post_message(
+                self._client,
+                self._budget,
+                self._channel,
+                text=status_text(view),
+                blocks=status_blocks(view, run.run_id, buttons=not self._resumed),
+            )
+        except SlackApiError as error:
+            reason = str(error.response.get("error", "unknown"))
+            log.warning("run %s: cannot post in %s: %s", run.run_id, self._channel, reason)
+            if self._on_unreachable is not None:
+                await self._on_unreachable(run, reason)
+            return
+        if not self._resumed:
+            self._parents[(self._channel, self._ts)] = run.run_id
+        await self._store.set_location(run.run_id, channel=self._channel, thread=self._ts)
+
+    async def edit_status(self, run: RunRecord, view: StatusView) -> None:
+        if not self._ts:
+            return
+        if view.finished:
+            self._parents.pop((self._channel, self._ts), None)
+        buttons = not view.finished and not self._resumed
+        await self._client.chat_update(
+            channel=self._channel,
+            ts=self._ts,
+            text=status_text(view),
+            blocks=status_blocks(view, run.run_id, buttons=buttons),
+        )
+
+    async def reply(self, run: RunRecord, text: str) -> None:
+        if self._ts:
+            await post_message(
+                self._client,
+                self._budget,
+                self._channel,
+                text=message_text(text),
+                thread_ts=self._ts,
+            )
+
+    async def upload_report(
+        self, run: RunRecord, filename: str, markdown: str, comment: str
+    ) -> None:
+        if self._ts:
+            await self._client.files_upload_v2(
+                channel=self._channel,
+                thread_ts=self._ts,
+                filename=filename,
+                title=filename,
+                content=markdown,
+                initial_comment=message_text(comment),
+            )

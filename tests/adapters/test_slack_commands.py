@@ -1,0 +1,193 @@
+"""`/research` beyond a plain run: usage, history and show scoped to the workspace, refused
+signatures, channels the bot is not in, and recovery into the old thread after a restart."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.domain import Origin, Request, RunStatus
+from tests.adapters.slack_world import SlackWorld, button_value
+from tests.fakes.slack_api import FakeSlack
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+async def bot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorld]:
+    """One bot process with the scripted engine (the `world` fixture is the real engine's)."""
+    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    yield bot
+    await bot.stop()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("", "Tell me what to research"),
+        ("   ", "Tell me what to research"),
+        ("x" * 301, "301 characters"),
+        ("help", "Usage"),
+        ("show", "Which run?"),
+        ("contracts", "Tell me what to research"),
+    ],
+)
+async def test_bad_input_gets_a_short_private_usage(
+    bot: SlackWorld, slack: FakeSlack, text: str, says: str
+) -> None:
+    status, body = await bot.sender.command(text)
+
+    assert status == 200
+    answer = json.loads(body)
+    assert says in answer["text"]
+    assert answer["response_type"] == "ephemeral"
+    assert "<company>" not in answer["text"]
+    assert await bot.store.list_runs() == []
+    assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_history_lists_this_workspace_only(bot: SlackWorld, slack: FakeSlack) -> None:
+    for team, platform, topic in [
+        ("T1", "slack", "Acme"),
+        ("T2", "slack", "Initech"),
+        ("T1", "discord", "Hooli"),
+        ("T1", "slack", "Globex & Co"),
+    ]:
+        origin = Origin(platform=platform, workspace=team, channel="C1", user="U1")
+        await bot.store.create_run(Request(topic=topic, origin=origin))
+
+    assert await bot.sender.command("history", team="T1") == (200, "")
+    answer = (await slack.wait_for("response_url"))[0].args
+
+    assert answer["response_type"] == "ephemeral"
+    assert "Acme" in answer["text"]
+    assert "Globex &amp; Co" in answer["text"]
+    assert "Initech" not in answer["text"]
+    assert "Hooli" not in answer["text"]
+
+
+async def test_show_reposts_a_report_here_and_not_to_another_workspace(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    run_id, _ = await bot.research("Acme Robotics")
+    bot.engine.release.set()
+    await bot.runs.wait(run_id)
+
+    assert await bot.sender.command(f"show {run_id}", team="T2") == (200, "")
+    refused = (await slack.wait_for("response_url"))[0].args
+    assert refused["text"].startswith(f"No run `{run_id}` in this workspace")
+
+    before = len(slack.calls_to("chat.postMessage"))
+    assert await bot.sender.command(f"show `{run_id.upper()}`", channel="C7") == (200, "")
+    shared = await slack.wait_for("files.completeUploadExternal", 2)
+    post = slack.calls_to("chat.postMessage")[before]
+    assert post.args["channel"] == "C7"
+    assert post.args["text"].startswith(f"<@U1> shared report `{run_id}`: *Acme Robotics*")
+    assert "TL;DR: Acme Robotics builds warehouse robots [1]." in post.args["text"]
+    assert post.args["unfurl_links"] is False
+    assert (shared[1].args["channel_id"], shared[1].args["thread_ts"]) == (
+        "C7",
+        post.response["ts"],
+    )
+    assert len(slack.calls_to("response_url")) == 1
+
+
+async def test_show_of_a_run_without_report_says_so(bot: SlackWorld, slack: FakeSlack) -> None:
+    record = await bot.store.create_run(
+        Request(
+            topic="Acme", origin=Origin(platform="slack", workspace="T1", channel="C1", user="U1")
+        )
+    )
+
+    await bot.sender.command(f"show {record.run_id}")
+
+    answer = (await slack.wait_for("response_url"))[0].args
+    assert answer["text"] == f"Run `{record.run_id}` has no report (queued)."
+
+
+async def test_forged_and_replayed_requests_are_refused(bot: SlackWorld, slack: FakeSlack) -> None:
+    body = bot.sender.command_body("Acme Robotics")
+    form = "application/x-www-form-urlencoded"
+    stale = int(time.time()) - 10 * 60
+
+    assert (await bot.sender.send(body, form, signature="v0=" + "0" * 64))[0] == 401
+    assert (await bot.sender.send(body, form, timestamp=stale))[0] == 401
+    assert (
+        await bot.sender.send(
+            body.replace("Acme", "Evil"),
+            form,
+            signature=(
+                bot.sender.verifier.generate_signature(timestamp=str(int(time.time())), body=body)
+            ),
+        )
+    )[0] == 401
+
+    assert await bot.store.list_runs() == []
+    assert [c.method for c in slack.calls] == []
+
+
+async def test_the_bot_joins_a_public_channel_it_is_not_in(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    slack.outside_channels.add("C5")
+
+    run_id, ts = await bot.research("Acme Robotics", channel="C5")
+    await bot.engine.parked(run_id).wait()
+
+    attempts = slack.calls_to("chat.postMessage", "conversations.join", ok_only=False)
+    assert [(c.method, c.error) for c in attempts] == [
+        ("chat.postMessage", "not_in_channel"),
+        ("conversations.join", None),
+        ("chat.postMessage", None),
+    ]
+    assert (await bot.store.get_run(run_id)).origin.thread == ts
+
+
+async def test_a_channel_it_cannot_post_in_gets_an_explanation(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    slack.private_channels.add("G9")
+
+    assert await bot.sender.command("Acme Robotics", channel="G9") == (200, "")
+
+    answer = (await slack.wait_for("response_url"))[0].args
+    assert answer["text"].startswith("I can't post in this channel. Invite me first")
+    run = (await bot.store.list_runs())[0]
+    await bot.runs.wait(run.run_id)
+    assert (await bot.store.get_run(run.run_id)).status == RunStatus.CANCELLED
+
+
+async def test_an_interrupted_run_finishes_in_its_old_thread_after_a_restart(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    first = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    run_id, ts = await first.research("Acme Robotics")
+    await first.engine.parked(run_id).wait()
+    await first.stop()
+
+    second = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    try:
+        assert (await second.store.get_run(run_id)).status == RunStatus.INTERRUPTED
+        assert await second.front.recover() == [run_id]
+        await second.runs.wait(run_id)
+        assert (await second.store.get_run(run_id)).status == RunStatus.DONE
+    finally:
+        await second.stop()
+
+    parents = [c for c in slack.calls_to("chat.postMessage") if "thread_ts" not in c.args]
+    assert len(parents) == 1
+    assert "interrupted by a restart" in slack.thread("C1", ts)[-1]
+    complete = slack.calls_to("files.completeUploadExternal")
+    assert (complete[0].args["channel_id"], complete[0].args["thread_ts"]) == ("C1", ts)
+    final = slack.calls_to("chat.update")[-1].args
+    assert final["ts"] == ts
+    assert "recovered after a restart" in json.dumps(final["blocks"])
+    assert button_value(final["blocks"], "research_summarize") == ""

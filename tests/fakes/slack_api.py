@@ -1,0 +1,514 @@
+"""Fake Slack on 127.0.0.1: the Web API that records every call, and Slack's side of the app's
+inbound wire (signed slash commands, button presses and events, sent over HTTP).
+
+Use it with the real slack_sdk / slack-bolt, unmodified:
+
+    async with FakeSlack() as slack:
+        client = AsyncWebClient(token=slack.token, base_url=slack.api_url)
+        ...
+        posted = await slack.wait_for("chat.postMessage")
+        assert posted[0].args["unfurl_links"] is False
+
+Answers like Slack: `{"ok": true, ...}` or `{"ok": false, "error": ...}` with HTTP 200, and
+HTTP 429 with `Retry-After` when told to (`rate_limit`). `files.getUploadURLExternal` hands out
+an `upload_url` on this server, so `files_upload_v2` runs its three real steps here.
+`response_url`s from `response_url()` are served too (recorded as method "response_url").
+Socket Mode: `apps.connections.open` (with the app token) hands out a WebSocket URL here that
+says hello; `socket_send()` pushes an envelope, and the app's acks are recorded as "socket_ack".
+
+Simplifications: one workspace's token; no scopes; a channel is public and joined unless listed
+in `outside_channels` (public, not joined: `not_in_channel` until `conversations.join`) or
+`private_channels` (`channel_not_found`); blocks are stored, not validated beyond their count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Self
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import web
+from slack_sdk.signature import SignatureVerifier
+
+Json = dict[str, Any]
+WAIT_S = 10.0
+"""How long `wait_for` waits before failing the test with a clear timeout."""
+
+
+@dataclass
+class Call:
+    """One request the fake received, and how it answered."""
+
+    method: str
+    args: Json
+    status: int = 200
+    error: str | None = None
+    response: Json = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200 and self.error is None
+
+    def dump(self) -> str:
+        """Everything the call carried, as one string (for "never contains" assertions)."""
+        return json.dumps(self.args, ensure_ascii=False)
+
+
+@dataclass
+class SharedFile:
+    file_id: str
+    filename: str
+    title: str
+    content: bytes
+    channel: str = ""
+    thread_ts: str = ""
+    initial_comment: str = ""
+
+
+class SlackError(Exception):
+    def __init__(self, error: str) -> None:
+        self.error = error
+
+
+class FakeSlack:
+    """The Web API on 127.0.0.1:0; `api_url` once entered."""
+
+    def __init__(
+        self,
+        *,
+        token: str = "xoxb-test",
+        app_token: str = "xapp-test",
+        team_id: str = "T1",
+        bot_user_id: str = "UBOT",
+    ) -> None:
+        self.token = token
+        self.app_token = app_token
+        self.team_id = team_id
+        self.bot_user_id = bot_user_id
+        self.url = ""
+        self.calls: list[Call] = []
+        self.messages: dict[tuple[str, str], Json] = {}
+        """(channel, ts) -> the message as it stands now (text, blocks, thread_ts)."""
+        self.files: dict[str, SharedFile] = {}
+        self.outside_channels: set[str] = set()
+        self.private_channels: set[str] = set()
+        self._rate_limits: dict[str, list[int]] = {}
+        self._failures: dict[str, list[str]] = {}
+        self._ts = itertools.count(1)
+        self._ids = itertools.count(1)
+        self._changed = asyncio.Condition()
+        self._sockets: list[web.WebSocketResponse] = []
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> Self:
+        app = web.Application()
+        app.router.add_post("/api/{method}", self._api)
+        app.router.add_post("/upload/{file_id}", self._upload)
+        app.router.add_post("/response/{key}", self._response_url)
+        app.router.add_get("/link", self._socket)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", 0).start()
+        self.url = f"http://127.0.0.1:{self._runner.addresses[0][1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        for socket in self._sockets:
+            await socket.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def response_url(self, key: str = "r1") -> str:
+        return f"{self.url}/response/{key}"
+
+    # -- telling it what to do -------------------------------------------------------------
+
+    def rate_limit(self, method: str, *, times: int = 1, retry_after: int = 0) -> None:
+        """The next `times` calls of `method` get HTTP 429 with `Retry-After: retry_after`."""
+        self._rate_limits.setdefault(method, []).extend([retry_after] * times)
+
+    def fail(self, method: str, error: str, *, times: int = 1) -> None:
+        """The next `times` calls of `method` answer `{"ok": false, "error": error}`."""
+        self._failures.setdefault(method, []).extend([error] * times)
+
+    # -- reading what happened -------------------------------------------------------------
+
+    def calls_to(self, *methods: str, ok_only: bool = True) -> list[Call]:
+        return [c for c in self.calls if c.method in methods and (c.ok or not ok_only)]
+
+    async def wait_for(
+        self, method: str, count: int = 1, *, where: Callable[[Call], bool] | None = None
+    ) -> list[Call]:
+        """The successful calls to `method` (matching `where`), once there are `count` of them."""
+
+        def found() -> list[Call]:
+            return [c for c in self.calls_to(method) if where is None or where(c)]
+
+        async with asyncio.timeout(WAIT_S), self._changed:
+            await self._changed.wait_for(lambda: len(found()) >= count)
+        return found()
+
+    def thread(self, channel: str, ts: str) -> list[str]:
+        """The texts posted in a message's thread, in order."""
+        return [
+            c.args.get("text", "")
+            for c in self.calls_to("chat.postMessage")
+            if c.args.get("channel") == channel and c.args.get("thread_ts") == ts
+        ]
+
+    # -- the wire --------------------------------------------------------------------------
+
+    async def _record(self, call: Call) -> None:
+        self.calls.append(call)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        args = await _arguments(request)
+        call = Call(method, args)
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ") or args.get(
+            "token", ""
+        )
+        retry_after = _pop(self._rate_limits, method)
+        if retry_after is not None:
+            call.status, call.error = 429, "ratelimited"
+            await self._record(call)
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"},
+                status=429,
+                headers={"Retry-After": str(retry_after)},
+            )
+        try:
+            if token != (self.app_token if method == "apps.connections.open" else self.token):
+                raise SlackError("invalid_auth")
+            forced = _pop(self._failures, method)
+            if forced is not None:
+                raise SlackError(forced)
+            handler = getattr(self, "_" + method.replace(".", "_"), None)
+            if handler is None:
+                raise SlackError("unknown_method")
+            body: Json = {"ok": True, **handler(args)}
+        except SlackError as failure:
+            call.error = failure.error
+            body = {"ok": False, "error": failure.error}
+        call.response = body
+        await self._record(call)
+        return web.json_response(body)
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        file_id = request.match_info["file_id"]
+        data = await request.read()
+        if file_id not in self.files:
+            await self._record(Call("upload", {"file_id": file_id}, status=404))
+            return web.Response(status=404, text="unknown upload")
+        self.files[file_id].content = data
+        await self._record(Call("upload", {"file_id": file_id, "bytes": len(data)}))
+        return web.Response(text=f"OK - {len(data)}")
+
+    async def _response_url(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        await self._record(Call("response_url", {"key": request.match_info["key"], **body}))
+        return web.Response(text="ok")
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        self._sockets.append(socket)
+        await socket.send_json(
+            {"type": "hello", "num_connections": 1, "connection_info": {"app_id": "A1"}}
+        )
+        await self._record(Call("socket_connected", {}))
+        async for message in socket:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                await self._record(Call("socket_ack", json.loads(message.data)))
+        self._sockets.remove(socket)
+        return socket
+
+    async def socket_send(self, kind: str, payload: Json, *, retry_attempt: int = 0) -> str:
+        """Push an envelope (`slash_commands`, `interactive`, `events_api`) to the connected app."""
+        envelope_id = f"env-{next(self._ids)}"
+        await self._sockets[-1].send_json(
+            {
+                "envelope_id": envelope_id,
+                "type": kind,
+                "payload": payload,
+                "accepts_response_payload": kind != "events_api",
+                "retry_attempt": retry_attempt,
+                "retry_reason": "timeout" if retry_attempt else "",
+            }
+        )
+        return envelope_id
+
+    # -- methods (each returns the fields beside "ok", or raises SlackError) ------------------
+
+    def _auth_test(self, args: Json) -> Json:
+        return {
+            "url": "https://fake.slack.test/",
+            "team": "Fake",
+            "user": "research-bot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": "BBOT",
+            "is_enterprise_install": False,
+        }
+
+    def _check_channel(self, channel: str) -> None:
+        if not channel or channel in self.private_channels:
+            raise SlackError("channel_not_found")
+        if channel in self.outside_channels:
+            raise SlackError("not_in_channel")
+
+    def _next_ts(self) -> str:
+        return f"1700000000.{next(self._ts):06d}"
+
+    def _chat_postMessage(self, args: Json) -> Json:
+        channel = str(args.get("channel", ""))
+        self._check_channel(channel)
+        if not args.get("text") and not args.get("blocks"):
+            raise SlackError("no_text")
+        if len(args.get("blocks") or []) > 50:
+            raise SlackError("invalid_blocks")
+        ts = self._next_ts()
+        message = {
+            "ts": ts,
+            "user": self.bot_user_id,
+            "text": args.get("text", ""),
+            "blocks": args.get("blocks") or [],
+            "thread_ts": args.get("thread_ts"),
+        }
+        self.messages[(channel, ts)] = message
+        return {"channel": channel, "ts": ts, "message": message}
+
+    def _chat_update(self, args: Json) -> Json:
+        key = (str(args.get("channel", "")), str(args.get("ts", "")))
+        if key not in self.messages:
+            raise SlackError("message_not_found")
+        self.messages[key].update(text=args.get("text", ""), blocks=args.get("blocks") or [])
+        return {"channel": key[0], "ts": key[1], "text": args.get("text", "")}
+
+    def _chat_postEphemeral(self, args: Json) -> Json:
+        self._check_channel(str(args.get("channel", "")))
+        return {"message_ts": self._next_ts()}
+
+    def _conversations_join(self, args: Json) -> Json:
+        channel = str(args.get("channel", ""))
+        if channel in self.private_channels:
+            raise SlackError("method_not_supported_for_channel_type")
+        self.outside_channels.discard(channel)
+        return {"channel": {"id": channel, "is_member": True}}
+
+    def _reactions_add(self, args: Json) -> Json:
+        return {}
+
+    def _apps_connections_open(self, args: Json) -> Json:
+        return {"url": f"ws://127.0.0.1:{self.url.rsplit(':', 1)[1]}/link"}
+
+    def _files_getUploadURLExternal(self, args: Json) -> Json:
+        if not args.get("filename") or not args.get("length"):
+            raise SlackError("invalid_arguments")
+        file_id = f"F{next(self._ids):08d}"
+        self.files[file_id] = SharedFile(file_id, str(args["filename"]), "", b"")
+        return {"upload_url": f"{self.url}/upload/{file_id}", "file_id": file_id}
+
+    def _files_completeUploadExternal(self, args: Json) -> Json:
+        wanted = json.loads(args.get("files", "[]"))
+        channel = str(args.get("channel_id", ""))
+        if channel:
+            self._check_channel(channel)
+        done = []
+        for entry in wanted:
+            shared = self.files.get(entry.get("id", ""))
+            if shared is None or not shared.content:
+                raise SlackError("file_not_found")
+            shared.title = entry.get("title") or shared.filename
+            shared.channel, shared.thread_ts = channel, str(args.get("thread_ts", ""))
+            shared.initial_comment = str(args.get("initial_comment", ""))
+            done.append({"id": shared.file_id, "name": shared.filename, "title": shared.title})
+        return {"files": done}
+
+
+def _pop(queue: dict[str, list[Any]], method: str) -> Any:
+    pending = queue.get(method)
+    return pending.pop(0) if pending else None
+
+
+async def _arguments(request: web.Request) -> Json:
+    """Query string, form fields and JSON body together, as Slack reads them."""
+    args: Json = dict(request.query)
+    if request.content_type == "application/json":
+        args.update(await request.json())
+    elif request.can_read_body:
+        args.update((await request.post()).items())
+    return args
+
+
+class SlackSender:
+    """Slack's side of the inbound wire: signed requests to the app at `url` (its /slack/events).
+
+    `timestamp` and `signature` can be overridden to forge or replay requests.
+    """
+
+    def __init__(
+        self, url: str, signing_secret: str, *, response_url: str = "", team: str = "T1"
+    ) -> None:
+        self.url = url
+        self.verifier = SignatureVerifier(signing_secret)
+        self.response_url = response_url
+        self.team = team
+        self._ids = itertools.count(1)
+
+    async def send(
+        self,
+        body: str,
+        content_type: str,
+        *,
+        timestamp: int | None = None,
+        signature: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str]:
+        stamp = str(int(time.time()) if timestamp is None else timestamp)
+        signed = self.verifier.generate_signature(timestamp=stamp, body=body)
+        all_headers = {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature if signature is not None else signed,
+            **(headers or {}),
+        }
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(self.url, data=body.encode(), headers=all_headers) as response,
+        ):
+            return response.status, await response.text()
+
+    def command_body(self, text: str, **kwargs: Any) -> str:
+        return urlencode(self.command_payload(text, **kwargs))
+
+    def command_payload(
+        self,
+        text: str,
+        *,
+        team: str | None = None,
+        channel: str = "C1",
+        user: str = "U1",
+        user_name: str = "ada",
+    ) -> dict[str, str]:
+        n = next(self._ids)
+        return {
+            "token": "legacy",
+            "team_id": team or self.team,
+            "team_domain": "fake",
+            "channel_id": channel,
+            "channel_name": "research",
+            "user_id": user,
+            "user_name": user_name,
+            "command": "/research",
+            "text": text,
+            "api_app_id": "A1",
+            "is_enterprise_install": "false",
+            "response_url": f"{self.response_url}-{n}" if self.response_url else "",
+            "trigger_id": f"trigger-{n}",
+        }
+
+    async def command(self, text: str, **kwargs: Any) -> tuple[int, str]:
+        return await self.send(
+            self.command_body(text, **kwargs), "application/x-www-form-urlencoded"
+        )
+
+    async def action(
+        self,
+        action_id: str,
+        value: str,
+        *,
+        user: str = "U1",
+        team: str | None = None,
+        channel: str = "C1",
+        message_ts: str = "",
+    ) -> tuple[int, str]:
+        team = team or self.team
+        payload = {
+            "type": "block_actions",
+            "api_app_id": "A1",
+            "token": "legacy",
+            "user": {"id": user, "username": user.lower(), "team_id": team},
+            "team": {"id": team, "domain": "fake"},
+            "container": {
+                "type": "message",
+                "message_ts": message_ts,
+                "channel_id": channel,
+                "is_ephemeral": False,
+            },
+            "channel": {"id": channel, "name": "research"},
+            "message": {"type": "message", "ts": message_ts, "user": "UBOT", "text": ""},
+            "trigger_id": f"trigger-{next(self._ids)}",
+            "response_url": self.response_url,
+            "actions": [
+                {
+                    "type": "button",
+                    "action_id": action_id,
+                    "block_id": "controls",
+                    "value": value,
+                    "action_ts": str(time.time()),
+                    "text": {"type": "plain_text", "text": action_id},
+                }
+            ],
+        }
+        return await self.send(
+            urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
+        )
+
+    async def event(
+        self, event: Json, *, event_id: str, team: str | None = None, retry_num: int | None = None
+    ) -> tuple[int, str]:
+        body = {
+            "token": "legacy",
+            "team_id": team or self.team,
+            "api_app_id": "A1",
+            "type": "event_callback",
+            "event_id": event_id,
+            "event_time": int(time.time()),
+            "event": event,
+            "authorizations": [
+                {
+                    "team_id": team or self.team,
+                    "user_id": "UBOT",
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+        }
+        headers = {}
+        if retry_num is not None:
+            headers = {"X-Slack-Retry-Num": str(retry_num), "X-Slack-Retry-Reason": "timeout"}
+        return await self.send(json.dumps(body), "application/json", headers=headers)
+
+    async def reaction(
+        self,
+        name: str,
+        *,
+        channel: str,
+        ts: str,
+        event_id: str,
+        user: str = "U2",
+        retry_num: int | None = None,
+    ) -> tuple[int, str]:
+        event = {
+            "type": "reaction_added",
+            "user": user,
+            "reaction": name,
+            "item_user": "UBOT",
+            "event_ts": str(time.time()),
+            "item": {"type": "message", "channel": channel, "ts": ts},
+        }
+        return await self.event(event, event_id=event_id, retry_num=retry_num)
