@@ -25,10 +25,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, RunFinished, ToolFinished, Usage
-from bot.agent.loop import Limits, Researcher
+from bot.agent.loop import Researcher
 from bot.agent.models import ModelCall, ModelReply
 from bot.agent.report import Source
 from bot.agent.tools import Tool, Toolbox, ToolContext, ToolOutput

@@ -23,11 +23,12 @@ from dataclasses import dataclass
 
 from anthropic import AsyncAnthropic
 
+from bot.agent.calls import Limits
 from bot.agent.compress import Compressor, estimate_tokens
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, RunFinished, ToolFinished, Usage, UsageRecorded
 from bot.agent.fetch import Page
-from bot.agent.loop import Limits, Researcher
+from bot.agent.loop import Researcher
 from bot.agent.models import AnthropicModel
 from bot.agent.report import Source
 from bot.agent.tools import research_tools

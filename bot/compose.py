@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 from anthropic import AsyncAnthropic
 
+from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
 from bot.agent.fetch import PageFetcher
-from bot.agent.loop import Limits, Researcher
+from bot.agent.loop import Researcher
 from bot.agent.models import AnthropicModel
 from bot.agent.search import build_search
 from bot.agent.tools import research_tools

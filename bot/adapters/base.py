@@ -150,7 +150,8 @@ class ChatProgress:
             self._apply(event)
             await self._sink.post_status(run, self.view)
             return
-        if isinstance(event, TurnStarted | SynthesisStarted):
+        # Milestones go out before anything else is said, so the thread reads in order.
+        if isinstance(event, TurnStarted | SynthesisStarted | Notice):
             await self._flush_milestones(run)
         if isinstance(event, Notice):
             await self._sink.reply(run, event.message)

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
+from bot.agent.calls import Limits, model_call
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
 from bot.agent.events import (
     Event,
     ModelText,
-    Notice,
     RunStarted,
     ToolCalled,
     ToolFinished,
@@ -27,27 +26,11 @@ from bot.agent.events import (
 )
 from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
 from bot.agent.prompts import continue_after_max_tokens, system_prompt, task
-from bot.agent.state import RunState, Stop, fence
+from bot.agent.state import RunState, Stop, fence, guarded
 from bot.agent.tools import Toolbox, ToolContext
 from bot.agent.writeup import WriteUp
 from bot.domain import Request
 from bot.errors import ModelError
-
-T = TypeVar("T")
-EPHEMERAL = {"type": "ephemeral"}
-NOTHING_YET = (
-    "Nothing has been gathered yet, so there is nothing to summarize. The research "
-    "goes on; press again in a moment, or cancel."
-)
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_turns: int = 12
-    deadline_s: float = 900
-    synthesis_timeout_s: float = 180
-    model_timeout_s: float = 120
-    max_output_tokens: int = 8_000
 
 
 class Researcher:
@@ -61,9 +44,7 @@ class Researcher:
         self._compressor = compressor
         self._limits = limits
         self._tools = toolbox.schemas()
-        self._writeup = WriteUp(
-            model, limits=limits, tools=self._tools, guard=self._guard, call=self._turn_call
-        )
+        self._writeup = WriteUp(model, limits=limits, tools=self._tools)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
         return _drain(lambda emit: self._work(request, control, emit))
@@ -100,7 +81,7 @@ class Researcher:
         while run.turn < self._limits.max_turns:
             run.turn += 1
             run.emit(TurnStarted(turn=run.turn))
-            reply = await self._ask(run, control, self._turn_call(run))
+            reply = await self._ask(run, control, model_call(run, self._tools, self._limits))
             if reply.stop_reason in ("end_turn", "stop_sequence"):
                 if reply.text:
                     return reply.text
@@ -130,7 +111,7 @@ class Researcher:
 
     async def _ask(self, run: RunState, control: Control, call: ModelCall) -> ModelReply:
         try:
-            reply = await self._guard(
+            reply = await guarded(
                 run, control, self._model.complete(call), until=run.deadline, allow_summarize=True
             )
         except ModelError as error:
@@ -138,29 +119,12 @@ class Researcher:
         run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
         return reply
 
-    def _turn_call(
-        self, run: RunState, tool_choice: dict[str, str] | None = None, until: float | None = None
-    ) -> ModelCall:
-        left = (until or run.deadline) - time.monotonic()
-        # A different tool_choice invalidates the cached messages (tools and system stay
-        # cached): the write-up can neither read the turns' cache nor be read again, so it
-        # writes none and pays the plain input price instead of the 1.25x write.
-        messages = run.messages if tool_choice else with_cache_breakpoints(run.messages)
-        return ModelCall(
-            system=[{"type": "text", "text": run.system, "cache_control": EPHEMERAL}],
-            messages=messages,
-            tools=self._tools,
-            tool_choice=tool_choice,
-            max_tokens=self._limits.max_output_tokens,
-            timeout_s=max(1.0, min(self._limits.model_timeout_s, left)),
-        )
-
     async def _run_tools(self, run: RunState, control: Control, uses: list[ToolUse]) -> None:
         for use in uses:
             run.emit(ToolCalled(turn=run.turn, call_id=use.id, name=use.name, input=use.input))
         tasks = [asyncio.ensure_future(self._one_tool(run, use)) for use in uses]
         try:
-            await self._guard(
+            await guarded(
                 run, control, asyncio.gather(*tasks), until=run.deadline, allow_summarize=True
             )
         finally:
@@ -206,48 +170,6 @@ class Researcher:
             "is_error": result.is_error,
         }
 
-    async def _guard(
-        self,
-        run: RunState,
-        control: Control,
-        work: Awaitable[T],
-        *,
-        until: float,
-        allow_summarize: bool,
-    ) -> T:
-        """Await `work`, but stop it the moment the run is cancelled, summarized or out of time."""
-        task = asyncio.ensure_future(work)
-        try:
-            while True:
-                stop = asyncio.ensure_future(_first_set(control, allow_summarize))
-                done, _ = await asyncio.wait(
-                    {task, stop},
-                    timeout=max(0.0, until - time.monotonic()),
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                stop.cancel()
-                if task in done:
-                    return task.result()
-                if not done:
-                    raise Stop("deadline")
-                if control.cancel_requested.is_set():
-                    raise Stop("cancelled")
-                if run.registry.sources:
-                    raise Stop("forced")
-                run.emit(Notice(message=NOTHING_YET))
-                control.rearm_summarize()
-        finally:
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-
-
-async def _first_set(control: Control, allow_summarize: bool) -> None:
-    if allow_summarize:
-        await control.wait_any()
-    else:
-        await control.cancel_requested.wait()
-
 
 def _stopped(use: ToolUse) -> dict[str, Any]:
     return {
@@ -256,22 +178,6 @@ def _stopped(use: ToolUse) -> dict[str, Any]:
         "is_error": True,
         "content": f"{use.name} was stopped before it finished.",
     }
-
-
-def with_cache_breakpoints(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A copy of the conversation with `cache_control` on the last block of the last two user
-    messages: this turn writes the cache, the next turn reads it (with system: 3 of 4 allowed)."""
-    out = [dict(m) for m in messages]
-    marked = 0
-    for message in reversed(out):
-        if message["role"] != "user" or marked == 2:
-            continue
-        content = message["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        blocks[-1] = {**blocks[-1], "cache_control": EPHEMERAL}
-        message["content"] = blocks
-        marked += 1
-    return out
 
 
 async def _drain(

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from bot.agent.events import Event, ReportReady, ToolFinished, TurnStarted, Usage, UsageRecorded
+from bot.agent.control import Control
+from bot.agent.events import (
+    Event,
+    Notice,
+    ReportReady,
+    ToolFinished,
+    TurnStarted,
+    Usage,
+    UsageRecorded,
+)
 from bot.agent.prompts import system_prompt, task
 from bot.agent.report import Report, SourceRegistry
 from bot.domain import Request
+
+T = TypeVar("T")
+NOTHING_YET = (
+    "Nothing has been gathered yet, so there is nothing to summarize. The research "
+    "goes on; press again in a moment, or cancel."
+)
 
 
 class Stop(Exception):
@@ -94,3 +111,45 @@ class RunState:
         elif isinstance(event, ToolFinished) and not event.is_error:
             self.evidence.append(event.content)
         self.emit(event)
+
+
+async def guarded(
+    run: RunState,
+    control: Control,
+    work: Awaitable[T],
+    *,
+    until: float,
+    allow_summarize: bool,
+) -> T:
+    """Await `work`, but stop it the moment the run is cancelled, summarized or out of time."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            stop = asyncio.ensure_future(_first_set(control, allow_summarize))
+            done, _ = await asyncio.wait(
+                {task, stop},
+                timeout=max(0.0, until - time.monotonic()),
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            stop.cancel()
+            if task in done:
+                return task.result()
+            if not done:
+                raise Stop("deadline")
+            if control.cancel_requested.is_set():
+                raise Stop("cancelled")
+            if run.registry.sources:
+                raise Stop("forced")
+            run.emit(Notice(message=NOTHING_YET))
+            control.rearm_summarize()
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+async def _first_set(control: Control, allow_summarize: bool) -> None:
+    if allow_summarize:
+        await control.wait_any()
+    else:
+        await control.cancel_requested.wait()

@@ -8,9 +8,9 @@ from the sources without the model, so work is never thrown away.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any
 
+from bot.agent.calls import Limits, model_call
 from bot.agent.events import (
     Ending,
     ReportReady,
@@ -22,14 +22,12 @@ from bot.agent.events import (
 from bot.agent.models import ModelCall, ModelPort
 from bot.agent.prompts import evidence_prompt, synthesis_instruction
 from bot.agent.report import Report, evidence_report, parse_report
-from bot.agent.state import RunState, Stop
+from bot.agent.state import RunState, Stop, guarded
 from bot.errors import ModelError
 
 if TYPE_CHECKING:
     from bot.agent.control import Control
-    from bot.agent.loop import Limits
 
-T = TypeVar("T")
 NO_TOOLS = {"type": "none"}
 MAX_EVIDENCE_CHARS = 300_000
 # Which `why` leads to which endings.
@@ -47,18 +45,6 @@ NOT_SYNTHESIZED = {
 }
 
 
-class Guard(Protocol):
-    def __call__(
-        self,
-        run: RunState,
-        control: Control,
-        work: Awaitable[T],
-        *,
-        until: float,
-        allow_summarize: bool,
-    ) -> Awaitable[T]: ...
-
-
 class WriteUp:
     def __init__(
         self,
@@ -66,14 +52,10 @@ class WriteUp:
         *,
         limits: Limits,
         tools: list[dict[str, Any]],
-        guard: Guard,
-        call: Callable[..., ModelCall],
     ) -> None:
         self._model = model
         self._limits = limits
         self._tools = tools
-        self._guard = guard
-        self._call = call
 
     def completed(self, run: RunState, text: str) -> None:
         self._deliver(run, self._parse(run, text), synthesis=False)
@@ -115,7 +97,7 @@ class WriteUp:
         until = time.monotonic() + self._limits.synthesis_timeout_s
         call = self._synthesis_call(run, why, until)
         try:
-            reply = await self._guard(
+            reply = await guarded(
                 run, control, self._model.complete(call), until=until, allow_summarize=False
             )
             run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
@@ -147,7 +129,7 @@ class WriteUp:
             ]
         else:
             _say(run, synthesis_instruction(why))
-        return self._call(run, NO_TOOLS, until)
+        return model_call(run, self._tools, self._limits, tool_choice=NO_TOOLS, until=until)
 
     def _parse(self, run: RunState, text: str) -> Report:
         return parse_report(

@@ -7,120 +7,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bot.adapters.discord_app import serve_discord
-from bot.agent.control import Control
-from bot.agent.events import (
-    Ending,
-    Event,
-    Notice,
-    ReportReady,
-    RunFinished,
-    RunStarted,
-    SynthesisStarted,
-    ToolCalled,
-    ToolFinished,
-    TurnStarted,
-    Usage,
-    UsageRecorded,
-)
-from bot.agent.report import Report, Section, Source
 from bot.config import Settings
-from bot.domain import Request
 from bot.runs import RunManager
 from bot.store import Store
+from tests.adapters.scripted_engine import ScriptedEngine
 from tests.fakes.discord_api import DiscordCall, FakeDiscord
 
 Json = Any
-TLDR = "Acme Robotics builds warehouse robots [1]."
-
-
-class ScriptedEngine:
-    """Research by script: one turn with a search, then it waits, on asyncio events, for Summarize,
-    Cancel or `release`, and writes its report. Recovery waits for `recover_gate`. No model."""
-
-    def __init__(self, *, tldr: str = TLDR) -> None:
-        self.tldr = tldr
-        self.release = asyncio.Event()
-        self.recover_gate = asyncio.Event()
-        self.controls: dict[str, Control] = {}
-        self._parked: dict[str, asyncio.Event] = {}
-
-    def parked(self, run_id: str) -> asyncio.Event:
-        """Set once the run has searched and waits (or, recovering, waits for the gate)."""
-        return self._parked.setdefault(run_id, asyncio.Event())
-
-    async def research(
-        self, run_id: str, request: Request, control: Control
-    ) -> AsyncIterator[Event]:
-        self.controls[run_id] = control
-        yield RunStarted(topic=request.topic, mode=request.mode.value)
-        yield TurnStarted(turn=1)
-        yield ToolCalled(
-            turn=1, call_id="call1", name="web_search", input={"query": f"{request.topic} funding"}
-        )
-        yield ToolFinished(
-            turn=1,
-            call_id="call1",
-            name="web_search",
-            is_error=False,
-            content="...",
-            sources=[_source(1), _source(2)],
-        )
-        yield UsageRecorded(turn=1, model="claude-test", usage=_usage())
-        self.parked(run_id).set()
-        await _first(control.summarize_requested, control.cancel_requested, self.release)
-        if control.cancel_requested.is_set():
-            yield RunFinished(ending=Ending.CANCELLED, turns=1, usage=_usage())
-            return
-        forced = control.summarize_requested.is_set()
-        if forced:
-            yield Notice(message="Summarize requested: writing the report from what I have.")
-        async for event in self._write_up(
-            Ending.FORCED_SYNTHESIZED if forced else Ending.COMPLETED
-        ):
-            yield event
-
-    async def recover(
-        self, run_id: str, request: Request, history: list[Event]
-    ) -> AsyncIterator[Event]:
-        yield SynthesisStarted(turn=2, reason="interrupted")
-        self.parked(run_id).set()
-        await self.recover_gate.wait()
-        async for event in self._write_up(Ending.INTERRUPTED_SYNTHESIZED):
-            yield event
-
-    async def _write_up(self, ending: Ending) -> AsyncIterator[Event]:
-        yield SynthesisStarted(turn=2, reason=ending.value)
-        report = Report(
-            title="Acme Robotics",
-            tldr=self.tldr,
-            sections=[Section(heading="Overview", body="Robots [1].")],
-            sources=[_source(1), _source(2)],
-        )
-        yield ReportReady(turn=2, report=report, synthesis=ending != Ending.COMPLETED)
-        yield RunFinished(ending=ending, turns=2, usage=_usage() + _usage())
-
-
-def _source(n: int) -> Source:
-    return Source(url=f"https://news.example/{n}", title=f"Page {n}", snippet="...")
-
-
-def _usage() -> Usage:
-    return Usage(input_tokens=1_000, output_tokens=200, cost_usd=0.01)
-
-
-async def _first(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 def discord_settings(fake: FakeDiscord, **more: Any) -> Settings:
@@ -150,7 +48,7 @@ class DiscordBot:
         **settings: Any,
     ) -> DiscordBot:
         store = await Store.open(db)
-        engine = engine or ScriptedEngine()
+        engine = engine or ScriptedEngine(hold_recovery=True)
         runs = RunManager(store, engine, max_concurrent=max_concurrent)
         return await cls.serve(fake, store, runs, engine, **settings)
 

@@ -3,9 +3,6 @@ real bolt app served over HTTP on 127.0.0.1 with Slack's signed requests arrivin
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,136 +11,13 @@ from aiohttp import web
 
 from bot.adapters.slack_front import SlackFrontEnd
 from bot.adapters.slack_sink import SlackBudget
-from bot.agent.control import Control
-from bot.agent.events import (
-    Ending,
-    Event,
-    Notice,
-    ReportReady,
-    RunFinished,
-    RunStarted,
-    SynthesisStarted,
-    ToolCalled,
-    ToolFinished,
-    TurnStarted,
-    Usage,
-    UsageRecorded,
-)
-from bot.agent.report import Report, Section, Source
 from bot.config import Settings
-from bot.domain import Request
 from bot.runs import RunManager
 from bot.store import Store
+from tests.adapters.scripted_engine import ScriptedEngine
 from tests.fakes.slack_api import FakeSlack, SlackSender
 
 SECRET = "signing-secret-for-tests"
-CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("web_search", {"query": "Acme Robotics funding"}),
-    ("read_page", {"url": "https://news.example/acme"}),
-    ("web_search", {"query": "Acme Robotics customers"}),
-)
-
-
-class ScriptedEngine:
-    """Research by script: one turn of the given tool calls, then it waits, on asyncio events,
-    for Summarize or Cancel (or `release`), and writes its report. No model, no sleeps."""
-
-    def __init__(
-        self,
-        *,
-        calls: Sequence[tuple[str, dict[str, Any]]] = CALLS,
-        tldr: str = "Acme Robotics builds warehouse robots [1].",
-        count_presses: bool = False,
-    ) -> None:
-        self.calls = calls
-        self.tldr = tldr
-        self.count_presses = count_presses
-        """Instead of writing up on Summarize: say "press N" each time, until Cancel."""
-        self.release = asyncio.Event()
-        """Lets every parked run finish as `completed`."""
-        self._parked: dict[str, asyncio.Event] = {}
-
-    def parked(self, run_id: str) -> asyncio.Event:
-        """Set once the run has made its tool calls and waits."""
-        return self._parked.setdefault(run_id, asyncio.Event())
-
-    async def research(
-        self, run_id: str, request: Request, control: Control
-    ) -> AsyncIterator[Event]:
-        yield RunStarted(topic=request.topic, mode=request.mode.value)
-        yield TurnStarted(turn=1)
-        for n, (name, args) in enumerate(self.calls, start=1):
-            yield ToolCalled(turn=1, call_id=f"call{n}", name=name, input=args)
-            yield ToolFinished(
-                turn=1,
-                call_id=f"call{n}",
-                name=name,
-                is_error=False,
-                content="...",
-                sources=[_source(n)],
-            )
-        yield UsageRecorded(turn=1, model="claude-test", usage=_usage())
-        self.parked(run_id).set()
-        if self.count_presses:
-            async for event in self._count_presses(control):
-                yield event
-            return
-        await _first(control.summarize_requested, control.cancel_requested, self.release)
-        if control.cancel_requested.is_set():
-            yield RunFinished(ending=Ending.CANCELLED, turns=1, usage=_usage())
-            return
-        forced = control.summarize_requested.is_set()
-        if forced:
-            yield Notice(message="Summarize requested: writing the report from what I have.")
-        async for event in self._write_up(
-            2, Ending.FORCED_SYNTHESIZED if forced else Ending.COMPLETED, len(self.calls)
-        ):
-            yield event
-
-    async def recover(
-        self, run_id: str, request: Request, history: list[Event]
-    ) -> AsyncIterator[Event]:
-        found = sum(len(e.sources) for e in history if isinstance(e, ToolFinished))
-        async for event in self._write_up(2, Ending.INTERRUPTED_SYNTHESIZED, found):
-            yield event
-
-    async def _count_presses(self, control: Control) -> AsyncIterator[Event]:
-        presses = itertools.count(1)
-        while True:
-            await _first(control.summarize_requested, control.cancel_requested)
-            if control.cancel_requested.is_set():
-                yield RunFinished(ending=Ending.CANCELLED, turns=1, usage=_usage())
-                return
-            control.rearm_summarize()
-            yield Notice(message=f"press {next(presses)}")
-
-    async def _write_up(self, turn: int, ending: Ending, sources: int) -> AsyncIterator[Event]:
-        yield SynthesisStarted(turn=turn, reason=ending.value)
-        report = Report(
-            title="Acme Robotics",
-            tldr=self.tldr,
-            sections=[Section(heading="Overview", body="Robots [1].")],
-            sources=[_source(n) for n in range(1, sources + 1)],
-        )
-        yield ReportReady(turn=turn, report=report, synthesis=ending != Ending.COMPLETED)
-        yield RunFinished(ending=ending, turns=turn, usage=_usage() + _usage())
-
-
-def _source(n: int) -> Source:
-    return Source(url=f"https://news.example/{n}", title=f"Page {n}", snippet="...")
-
-
-def _usage() -> Usage:
-    return Usage(input_tokens=1_000, output_tokens=200, cost_usd=0.01)
-
-
-async def _first(*events: asyncio.Event) -> None:
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 def slack_settings(slack: FakeSlack, **more: Any) -> Settings:

@@ -86,8 +86,11 @@ async def test_a_run_from_command_to_report_in_its_thread(
     posts = thread_posts(fake, message["id"])
     assert all(p.authorization == f"Bot {fake.token}" for p in posts)
     texts = [p.body["content"] for p in posts]
-    assert "• Searched: Acme Robotics funding" in texts
-    assert "Summarize requested: writing the report from what I have." in texts
+    milestones = texts.index(
+        "• Searched: Acme Robotics funding\n• Reading: news.example\n"
+        "• Searched: Acme Robotics customers"
+    )
+    assert texts[milestones + 1] == "Summarize requested: writing the report from what I have."
     summary = next(t for t in texts if t.startswith("Done (summarized on request)"))
     assert "TL;DR: Acme Robotics builds warehouse robots [1]." in summary
     upload = posts[-1]
@@ -191,7 +194,7 @@ async def test_buttons_work_after_a_restart(fake: FakeDiscord, tmp_path: Path) -
     assert (await first.store.get_run(run_id)).status == RunStatus.INTERRUPTED
     await first.store.close()
 
-    engine = ScriptedEngine()
+    engine = ScriptedEngine(hold_recovery=True)
     second = await DiscordBot.start(fake, tmp_path / "db.sqlite3", engine=engine)
     try:
         await engine.parked(run_id).wait()
