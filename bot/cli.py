@@ -28,8 +28,8 @@ app = typer.Typer(
 )
 discord_app = typer.Typer(no_args_is_help=True, help="Discord set-up.")
 app.add_typer(discord_app, name="discord")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True, highlight=False)
+err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def load_settings(**overrides: Any) -> Settings:
