@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.slack_api import FakeSlack
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import ARTICLE_PATH, FakeWeb
 
@@ -185,3 +187,25 @@ async def test_serve_without_a_platform_says_which_tokens_to_set(cli: Cli) -> No
     code, _, err = await cli.run("serve")
     assert code == 2
     assert "SLACK_BOT_TOKEN" in err and "DISCORD_TOKEN" in err and "Traceback" not in err
+
+
+async def test_serve_runs_slack_and_discord_in_one_process_and_stops_on_sigterm(
+    cli: Cli, tmp_path: Path
+) -> None:
+    async with FakeSlack() as slack, FakeDiscord() as discord:
+        cli.env |= {
+            "SLACK_BOT_TOKEN": slack.token,
+            "SLACK_APP_TOKEN": slack.app_token,
+            "SLACK_API_URL": slack.api_url,
+            "DISCORD_TOKEN": discord.token,
+            "DISCORD_API_URL": discord.api_url,
+        }
+        process = await cli.start("serve")
+        await slack.wait_for("apps.connections.open")
+        await discord.wait_identified()
+
+        process.send_signal(signal.SIGTERM)
+        _, err = await process.communicate()
+
+    assert process.returncode == 0, err.decode()
+    assert "serving slack, discord" in err.decode()
