@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -132,6 +133,12 @@ class Settings(BaseSettings):
     @classmethod
     def _csv(cls, value: Any) -> Any:
         return _split_csv(value)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _json(cls, value: Any) -> Any:
+        """JSON text, as the environment gives it (also through `from_mapping`)."""
+        return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("prices", mode="after")
     @classmethod

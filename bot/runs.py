@@ -81,7 +81,6 @@ class RunManager:
         self._slots = asyncio.Semaphore(max_concurrent)
         self._active: dict[str, _Active] = {}
         self._waiting: list[str] = []
-        self._closing = False
 
     async def submit(self, request: Request, listener: RunListener) -> RunRecord:
         """Store the run and schedule it; returns at once with its record (status queued)."""
@@ -143,13 +142,21 @@ class RunManager:
             started.append(record.run_id)
         return started
 
-    async def shutdown(self) -> None:
-        """Stop every run now and leave it marked interrupted, to be recovered at the next start."""
-        self._closing = True
-        tasks = [a.task for a in self._active.values() if a.task is not None]
-        for task in tasks:
+    async def shutdown(self, *, delivery_grace_s: float = 10.0) -> None:
+        """Stop every run now and leave it marked interrupted, to be recovered at the next start.
+
+        A run already finished and stored but still posting its report gets a short grace to
+        deliver it (call this before closing the chat clients).
+        """
+        delivering = [a.task for a in self._active.values() if a.task and a.persisted]
+        researching = [a.task for a in self._active.values() if a.task and not a.persisted]
+        for task in researching:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        if delivering:
+            await asyncio.wait(delivering, timeout=delivery_grace_s)
+        for task in delivering:
+            task.cancel()
+        await asyncio.gather(*researching, *delivering, return_exceptions=True)
 
     async def _run(self, active: _Active, request: Request) -> None:
         run_id = active.record.run_id

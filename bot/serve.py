@@ -68,9 +68,10 @@ async def serve(settings: Settings, asked: str, *, port: int) -> None:
         stopping = asyncio.create_task(stop.wait())
         log.info("serving %s", ", ".join(names))
         await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+        # Runs first, while the platforms can still deliver a report that is on its way.
+        await services.runs.shutdown()
         for task in [*tasks, stopping]:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        log.info("stopping: runs in progress are kept and finish at the next start")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 from bot.agent.events import Ending, RunQueued
-from bot.compose import open_services
+from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.domain import Request, RunStatus
 from tests.conftest import Recorder
@@ -109,3 +112,34 @@ async def test_cancelling_a_queued_run_ends_it_without_waiting_for_a_slot(
     assert second.outcome.ending is Ending.CANCELLED and len(anthropic_api.requests) == 1
     assert stored.status is RunStatus.CANCELLED
     assert first.outcome.ending is Ending.COMPLETED
+
+
+class SlowDelivery(Recorder):
+    """A chat front end still posting the report when the process is told to stop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.delivering = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def on_finished(self, run: Any, outcome: Any) -> None:
+        self.delivering.set()
+        await self.release.wait()
+        await super().on_finished(run, outcome)
+
+
+async def test_shutdown_lets_a_finished_run_deliver_its_report(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_text(REPORT))
+    listener = SlowDelivery()
+    record = await world.runs.submit(Request(topic="Acme"), listener)
+    await listener.delivering.wait()
+
+    stopping = asyncio.create_task(world.runs.shutdown(delivery_grace_s=30))
+    listener.release.set()
+    await stopping
+
+    assert listener.finished.is_set()
+    stored = await world.store.get_run(record.run_id)
+    assert stored.status is RunStatus.DONE

@@ -1,0 +1,43 @@
+"""Settings: the documented names, their parsing, and nothing read from the machine in tests."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from bot.config import Settings
+
+
+def test_names_parse_as_documented() -> None:
+    settings = Settings.from_mapping(
+        {
+            "ANTHROPIC_API_KEY": "sk-x",
+            "RESEARCH_BOT_FETCH_ALLOW_HOSTS": "intranet.local, 10.0.0.5:8080,,",
+            "RESEARCH_BOT_MAX_TURNS": "5",
+            "RESEARCH_BOT_DEADLINE_S": "60",
+            "RESEARCH_BOT_PRICES": '{"my-model": {"input": 1, "output": 2, "cache_write": 1.25,'
+            ' "cache_read": 0.1}}',
+        }
+    )
+
+    assert settings.fetch_allow_hosts == ["intranet.local", "10.0.0.5:8080"]
+    assert (settings.max_turns, settings.deadline_s) == (5, 60)
+    price = settings.price("my-model")
+    assert price is not None and price.output == 2
+    assert settings.price("claude-sonnet-5-5") is not None  # defaults stay
+
+
+def test_an_empty_value_means_unset() -> None:
+    settings = Settings.from_mapping({"ANTHROPIC_API_KEY": "  ", "TAVILY_API_KEY": ""})
+    assert settings.anthropic_api_key is None and settings.tavily_api_key is None
+
+
+def test_from_mapping_ignores_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RESEARCH_BOT_MAX_TURNS", "3")
+    assert Settings.from_mapping({}).max_turns == 12
+    assert Settings().max_turns == 3
+
+
+def test_out_of_range_values_are_refused_with_their_name() -> None:
+    with pytest.raises(ValidationError, match="RESEARCH_BOT_MAX_TURNS"):
+        Settings.from_mapping({"RESEARCH_BOT_MAX_TURNS": "0"})
