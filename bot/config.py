@@ -42,12 +42,6 @@ def _default_db() -> Path:
     return Path(platformdirs.user_data_dir("research-bot")) / "research-bot.sqlite3"
 
 
-def _split_csv(value: Any) -> Any:
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
-
-
 class Settings(BaseSettings):
     """Everything the bot can be told. Names are the environment variables, case-insensitive."""
 
@@ -132,7 +126,9 @@ class Settings(BaseSettings):
     @field_validator("fetch_allow_hosts", mode="before")
     @classmethod
     def _csv(cls, value: Any) -> Any:
-        return _split_csv(value)
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
 
     @field_validator("prices", mode="before")
     @classmethod

@@ -106,9 +106,6 @@ class RunManager:
         active.control.cancel()
         return True
 
-    def active(self) -> list[RunRecord]:
-        return [a.record for a in self._active.values()]
-
     def get_active(self, run_id: str) -> RunRecord | None:
         active = self._active.get(run_id)
         return active.record if active else None

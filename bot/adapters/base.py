@@ -62,7 +62,6 @@ class StatusView(BaseModel):
     requester: str
     """A platform user id (rendered as a mention by the platform, which is ours, not the model's)."""
     state: str = "Starting"
-    queue_position: int | None = None
     turn: int = 0
     action: str = ""
     sources: int = 0
@@ -178,9 +177,9 @@ class ChatProgress:
         """Fold an event into the view; True when the status message should change."""
         view = self.view
         if isinstance(event, RunQueued):
-            view.state, view.queue_position = f"Queued (#{event.position})", event.position
+            view.state = f"Queued (#{event.position})"
         elif isinstance(event, RunStarted):
-            view.state, view.queue_position = "Researching", None
+            view.state = "Researching"
         elif isinstance(event, TurnStarted):
             view.turn = event.turn
         elif isinstance(event, ToolCalled):

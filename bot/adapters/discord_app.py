@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import discord
@@ -247,11 +246,6 @@ def build_discord_client(settings: Settings, runs: RunManager, store: Store) -> 
     """The client, not yet logged in. Points discord.py at `DISCORD_API_URL` when it is set."""
     _point_at_api(settings)
     return ResearchClient(runs, store, emoji=reaction_emoji(settings.summarize_emoji))
-
-
-def discord_listener_for(client: ResearchClient) -> Callable[[RunRecord], RunListener | None]:
-    """`listener_for` for `RunManager.recover` (serve_discord already does this)."""
-    return client.listener_for
 
 
 async def serve_discord(settings: Settings, runs: RunManager, store: Store) -> None:
