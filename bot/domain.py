@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 
@@ -58,9 +59,15 @@ class Request(BaseModel):
         return validate_topic(value)
 
 
+def strip_controls(text: str) -> str:
+    """Drop control and format characters (ESC sequences, bidi overrides, NUL) typed or pasted
+    into a request: they would be stored and later printed raw into someone's terminal."""
+    return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch)[0] != "C")
+
+
 def validate_topic(value: str) -> str:
     """The one place a topic is checked; the message goes straight to the person who typed it."""
-    topic = " ".join(value.split())
+    topic = " ".join(strip_controls(value).split())
     if not topic:
         raise RequestError("Tell me what to research, e.g. `Acme Robotics`.")
     if len(topic) > MAX_TOPIC_CHARS:
@@ -84,8 +91,15 @@ class RunRecord(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None when a model without a known price took part."""
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    owner: str | None = None
+    """The process that runs it (`host:pid:token`), while it is queued or running."""
+    lease_until: datetime | None = None
+    """The owner renews this while alive; past it, the run is an orphan (interrupted)."""
+    delivered_at: datetime | None = None
+    """When the outcome reached its front end (thread, file); None: still to deliver."""

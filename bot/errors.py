@@ -4,7 +4,9 @@
     ├── ConfigError               a setting is missing or invalid (exit 2, no traceback)
     ├── RequestError              a user's request is malformed (short usage message)
     ├── NotFoundError             a run id unknown in this workspace
+    ├── StoreError                the SQLite file cannot be used (locked, read-only, full, foreign)
     ├── ModelError                the model API failed after the SDK's own retries
+    │   └── ContextOverflow       the conversation no longer fits the model's window
     └── ToolError                 an expected tool failure: becomes an is_error tool_result
         └── FetchRefused          the fetch guard said no (private address, bad scheme, size …)
 
@@ -29,8 +31,16 @@ class NotFoundError(BotError):
     """No such run here."""
 
 
+class StoreError(BotError):
+    """The database cannot be opened or written; the message names the file and what to do."""
+
+
 class ModelError(BotError):
     """The model could not answer; the message says why and what to do."""
+
+
+class ContextOverflow(ModelError):
+    """The request no longer fits the model's context window (a 400 "prompt is too long")."""
 
 
 class ToolError(BotError):

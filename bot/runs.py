@@ -57,8 +57,17 @@ class Engine(Protocol):
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]: ...
 
-    def recover(self, run_id: str, request: Request, history: list[Event]) -> AsyncIterator[Event]:
-        """Finish a run that was interrupted, from the events it had stored."""
+    def recover(
+        self,
+        run_id: str,
+        request: Request,
+        history: list[Event],
+        control: Control,
+        *,
+        why: str = "interrupted",
+    ) -> AsyncIterator[Event]:
+        """Finish a run from the events it had stored: `interrupted` (the process stopped) or
+        `error` (the run's own task failed unexpectedly). Honours `control` (cancel, summarize)."""
         ...
 
 

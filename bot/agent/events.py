@@ -25,6 +25,9 @@ class Ending(StrEnum):
     INTERRUPTED_SYNTHESIS_FAILED = "interrupted_synthesis_failed"
     CONTEXT_FULL_SYNTHESIZED = "context_full_synthesized"
     CONTEXT_FULL_SYNTHESIS_FAILED = "context_full_synthesis_failed"
+    ERROR_SYNTHESIZED = "error_synthesized"
+    """Something failed mid-run (the model after its retries, a bug); written up from evidence."""
+    ERROR_SYNTHESIS_FAILED = "error_synthesis_failed"
     CANCELLED = "cancelled"
     REFUSED = "refused"
     LLM_ERROR = "llm_error"
@@ -37,7 +40,8 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None: a model with no known price took part, so the total is unknown (never shown as $0)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -45,8 +49,18 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
+            cost_usd=add_costs(self.cost_usd, other.cost_usd),
         )
+
+
+def add_costs(a: float | None, b: float | None) -> float | None:
+    """Unknown plus anything stays unknown."""
+    return None if a is None or b is None else a + b
+
+
+def format_cost(cost: float | None, digits: int = 2) -> str:
+    """`$0.12`, or `cost unknown` when a model without a price took part."""
+    return "cost unknown" if cost is None else f"${cost:.{digits}f}"
 
 
 def _now() -> datetime:

@@ -102,7 +102,13 @@ class ScriptedEngine:
             yield event
 
     async def recover(
-        self, run_id: str, request: Request, history: list[Event]
+        self,
+        run_id: str,
+        request: Request,
+        history: list[Event],
+        control: Control,
+        *,
+        why: str = "interrupted",
     ) -> AsyncIterator[Event]:
         self.parked(run_id).set()
         await self.recover_gate.wait()
