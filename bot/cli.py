@@ -1,4 +1,4 @@
-"""The `research-bot` command: research, history, show, serve, discord sync."""
+"""The `research-bot` command: research, resume, history, show, serve, discord sync."""
 
 from __future__ import annotations
 
@@ -6,20 +6,31 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 from rich.console import Console
 
-from bot.adapters.base import StatusView
-from bot.adapters.terminal import TerminalProgress, install_interrupts
+from bot import terminal_runs
+from bot.agent.events import format_cost
 from bot.agent.trajectory import trajectory
 from bot.config import Settings
-from bot.domain import Mode, Origin, Request
-from bot.errors import BotError, ConfigError, NotFoundError, RequestError
+from bot.domain import Mode, Origin, Request, RunRecord, RunStatus, strip_controls
+from bot.errors import BotError, ConfigError, NotFoundError
+from bot.owner import owner_gone
 from bot.store import Store
+from bot.terminal_runs import check_output
+
+if TYPE_CHECKING:
+    from bot.compose import Services
+
+T = TypeVar("T")
 
 app = typer.Typer(
     add_completion=False,
@@ -33,13 +44,15 @@ err = Console(stderr=True, soft_wrap=True, highlight=False)
 
 
 def load_settings(**overrides: Any) -> Settings:
-    """Settings from the environment and .env; an invalid one is a short message and exit 2."""
+    """Settings from the environment and .env, command-line values on top, all validated the
+    same way; an invalid one is a short message and exit 2."""
     try:
-        settings = Settings()
-        return settings.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
         raise ConfigError(f"Invalid setting: {problems}") from None
+    except SettingsError as error:
+        raise ConfigError(f"Invalid setting: {error}") from None
 
 
 def fail(error: BotError, code: int = 2) -> typer.Exit:
@@ -47,45 +60,96 @@ def fail(error: BotError, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+class _NoTraceback(logging.Formatter):
+    """Terminal users read one line per problem; the run id in it finds the rest."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"research-bot: {record.getMessage()}"
+
+
+def _log_to_terminal() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_NoTraceback())
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+
+
 @app.command()
 def research(
     topic: Annotated[str, typer.Argument(help="A company name, or filters for --mode contracts.")],
     mode: Annotated[Mode, typer.Option(help="What kind of research.")] = Mode.COMPANY,
-    max_turns: Annotated[int | None, typer.Option(min=1, max=100)] = None,
-    deadline: Annotated[float | None, typer.Option(min=1, help="Seconds of research.")] = None,
+    max_turns: Annotated[int | None, typer.Option(help="Model turns with tools (1-100).")] = None,
+    deadline: Annotated[float | None, typer.Option(help="Seconds of research.")] = None,
     output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
 ) -> None:
     """Research a company (or public contracts) and write a Markdown report."""
+    _log_to_terminal()
     try:
         settings = load_settings(max_turns=max_turns, deadline_s=deadline)
         request = Request(topic=topic, mode=mode, origin=Origin(platform="terminal"))
-        path = asyncio.run(_research(settings, request, output))
-    except (ConfigError, RequestError) as error:
+        check_output(output)
+        finish = asyncio.run(_with_services(settings, terminal_runs.research, request, output))
+    except BotError as error:
         raise fail(error) from None
-    if path is None:
-        raise typer.Exit(1)
-    out.print(str(path), markup=False, highlight=False)
+    _conclude(finish)
 
 
-async def _research(settings: Settings, request: Request, output: Path | None) -> Path | None:
+@app.command()
+def resume(
+    run_id: str,
+    output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
+) -> None:
+    """Finish an interrupted terminal run from what it had found, and write its report."""
+    _log_to_terminal()
+    try:
+        settings = load_settings()
+        check_output(output)
+        finish = asyncio.run(_with_services(settings, terminal_runs.resume, run_id, output))
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except BotError as error:
+        raise fail(error) from None
+    _conclude(finish)
+
+
+async def _with_services(
+    settings: Settings,
+    action: Callable[[Services, Console, T, Path | None], Awaitable[terminal_runs.Finish]],
+    subject: T,
+    output: Path | None,
+) -> terminal_runs.Finish:
     from bot.compose import open_services  # the model and web clients load only to research
 
+    for model in settings.unpriced_models():
+        err.print(
+            f"research-bot: no price is known for {model}: costs will show as unknown "
+            "(set RESEARCH_BOT_PRICES).",
+            markup=False,
+        )
     async with open_services(settings) as services:
-        view = StatusView(run_id="", topic=request.topic, mode=request.mode.value, requester="you")
-        progress = TerminalProgress(err, view)
-        try:
-            record = await services.runs.submit(request, progress)
-            install_interrupts(services.runs, record.run_id, err)
-            err.print(f"Run {record.run_id}: researching {request.topic!r}", markup=False)
-            await services.runs.wait(record.run_id)
-        finally:
-            progress.close()
-    outcome = progress.outcome
-    if outcome is None or outcome.markdown is None or outcome.filename is None:
-        return None
-    path = output or Path.cwd() / outcome.filename
-    path.write_text(outcome.markdown, encoding="utf-8")
-    return path
+        return await action(services, err, subject, output)
+
+
+def _conclude(finish: terminal_runs.Finish) -> None:
+    """The path on stdout, or one line on what happened and how to get the report."""
+    listener, run_id = finish.listener, finish.run_id
+    if finish.stopped_by is not None:
+        err.print(
+            f"Stopped ({finish.stopped_by.name}). Run {run_id} is kept: finish it with "
+            f"`research-bot resume {run_id}`.",
+            markup=False,
+        )
+        raise typer.Exit(128 + finish.stopped_by.value)
+    if listener.write_error is not None:
+        err.print(
+            f"research-bot: could not write the report ({listener.write_error.strerror}). It is "
+            f"kept: `research-bot show {run_id}` prints it, `research-bot resume {run_id}` "
+            "writes it again.",
+            markup=False,
+        )
+        raise typer.Exit(1)
+    if listener.path is None:
+        raise typer.Exit(1)
+    out.print(str(listener.path), markup=False, highlight=False)
 
 
 @app.command()
@@ -96,28 +160,44 @@ def history(
     """Past runs, newest first."""
     try:
         settings = load_settings()
-    except ConfigError as error:
+        runs, now = asyncio.run(_history(settings, limit))
+    except BotError as error:
         raise fail(error) from None
-    runs = asyncio.run(_history(settings, limit))
     if as_json:
-        rows = [r.model_dump(mode="json") | {"run_id": r.run_id} for r in runs]
-        out.print_json(json.dumps(rows))
+        rows = [
+            r.model_dump(mode="json") | {"run_id": r.run_id, "status": shown_status(r, now)}
+            for r in runs
+        ]
+        sys.stdout.write(json.dumps(rows) + "\n")
         return
     if not runs:
         out.print('No runs yet. Try: research-bot research "Acme Robotics"', markup=False)
     for r in runs:
         out.print(
             f"{r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  {r.mode.value:<9} "
-            f"{r.status.value:<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
-            f"${r.cost_usd:.2f}  {r.topic}",
+            f"{shown_status(r, now):<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
+            f"{format_cost(r.cost_usd)}  {strip_controls(r.topic)}",
             markup=False,
             highlight=False,
         )
 
 
-async def _history(settings: Settings, limit: int) -> list[Any]:
-    async with Store.connect(settings.db_path) as store:
-        return await store.list_runs(limit=limit)
+def shown_status(run: RunRecord, now: datetime) -> str:
+    """A run whose process is gone is interrupted, whatever its row still says."""
+    unfinished = run.status in (RunStatus.QUEUED, RunStatus.RUNNING)
+    if unfinished and owner_gone(run.owner, run.lease_until, now=now, me=None):
+        return RunStatus.INTERRUPTED.value
+    return run.status.value
+
+
+async def _history(settings: Settings, limit: int) -> tuple[list[RunRecord], datetime]:
+    async with _reader(settings) as store:
+        return await store.list_runs(limit=limit), store.now()
+
+
+def _reader(settings: Settings) -> AbstractAsyncContextManager[Store]:
+    """History and show only read: no write lock, nothing written, whoever else is writing."""
+    return Store.connect(settings.db_path, readonly=True, busy_timeout_s=settings.db_busy_timeout_s)
 
 
 @app.command()
@@ -132,13 +212,15 @@ def show(
     try:
         settings = load_settings()
         text = asyncio.run(_show(settings, run_id, show_trajectory, as_json))
-    except (ConfigError, NotFoundError) as error:
-        raise fail(error, 2 if isinstance(error, ConfigError) else 1) from None
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except BotError as error:
+        raise fail(error) from None
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
 async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> str:
-    async with Store.connect(settings.db_path) as store:
+    async with _reader(settings) as store:
         record = await store.get_run(run_id)
         if steps:
             return json.dumps(

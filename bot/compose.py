@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from bot.errors import ConfigError
 from bot.runs import RunManager
 from bot.store import Store
 
+log = logging.getLogger(__name__)
 KEY_HELP = (
     "ANTHROPIC_API_KEY is not set. Create a key at https://console.anthropic.com/ "
     "(Settings → API keys), then `export ANTHROPIC_API_KEY=...` or put it in .env."
@@ -48,6 +50,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     """Everything a run needs. On exit, runs still going are stopped and left for recovery."""
     if settings.anthropic_api_key is None:
         raise ConfigError(KEY_HELP)
+    for unpriced in settings.unpriced_models():
+        log.warning("no price is known for %s: costs will show as unknown", unpriced)
     async with AsyncExitStack() as stack:
         # The SDK's own retries are the one retry policy for the model; its timeout is per
         # request, and the loop also bounds each call by what is left of the run's deadline.
@@ -58,7 +62,9 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             max_retries=settings.model_max_retries,
         )
         stack.push_async_callback(client.close)
-        store = await stack.enter_async_context(Store.connect(settings.db_path))
+        store = await stack.enter_async_context(
+            Store.connect(settings.db_path, busy_timeout_s=settings.db_busy_timeout_s)
+        )
         fetcher = await stack.enter_async_context(
             PageFetcher(allow_hosts=settings.fetch_allow_hosts)
         )

@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     """The research model."""
     fast_model: str = Field(default="claude-haiku-5-5", alias="RESEARCH_BOT_FAST_MODEL")
     """The cheap model that compresses large tool output."""
-    prices: dict[str, Price] = Field(
+    prices: Annotated[dict[str, Price], NoDecode] = Field(
         default_factory=lambda: dict(DEFAULT_PRICES), alias="RESEARCH_BOT_PRICES"
     )
     """USD per million tokens by model id; JSON in the environment, merged over the defaults."""
@@ -66,6 +66,10 @@ class Settings(BaseSettings):
 
     db_path: Path = Field(default_factory=_default_db, alias="RESEARCH_BOT_DB")
     """The SQLite file that keeps every run."""
+    db_busy_timeout_s: float = Field(
+        default=15, ge=0, le=600, alias="RESEARCH_BOT_DB_BUSY_TIMEOUT_S"
+    )
+    """How long a write waits for another process holding the database before giving up."""
 
     max_turns: int = Field(default=12, ge=1, le=100, alias="RESEARCH_BOT_MAX_TURNS")
     """Model turns with tools before the run is asked to write up."""
@@ -134,7 +138,12 @@ class Settings(BaseSettings):
     @classmethod
     def _json(cls, value: Any) -> Any:
         """JSON text, as the environment gives it (also through `from_mapping`)."""
-        return json.loads(value) if isinstance(value, str) else value
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"not valid JSON ({error.msg} at character {error.pos})") from None
 
     @field_validator("prices", mode="after")
     @classmethod
@@ -148,6 +157,10 @@ class Settings(BaseSettings):
 
     def price(self, model: str) -> Price | None:
         return self.prices.get(model)
+
+    def unpriced_models(self) -> list[str]:
+        """Configured models with no price: their runs show "cost unknown", never $0."""
+        return [m for m in dict.fromkeys((self.model, self.fast_model)) if m not in self.prices]
 
 
 class _MappingOnly(Settings):

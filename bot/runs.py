@@ -1,6 +1,9 @@
 """The runs service: start, summarize and cancel runs; queue them under a limit; persist; recover.
 
-Every front end (terminal, Slack, Discord) calls this and nothing else to run research.
+Every front end (terminal, Slack, Discord) calls this and nothing else to run research. It owns
+every way a run can end: whatever fails inside a run becomes a stored ending that its front end
+hears about; events are stored before anyone hears them; a run's outcome is recorded as
+delivered only once its front end took it, and delivered again at the next start otherwise.
 """
 
 from __future__ import annotations
@@ -8,25 +11,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from pydantic import BaseModel
 
 from bot.agent.control import Control
-from bot.agent.events import (
-    Ending,
-    Event,
-    ReportReady,
-    RunFinished,
-    RunQueued,
-    Usage,
-)
+from bot.agent.events import Ending, Event, ReportReady, RunFinished, RunQueued, Usage
 from bot.agent.report import Report, render_markdown, report_filename
 from bot.domain import Request, RunRecord, RunStatus
+from bot.errors import RequestError, StoreError
+from bot.mailbox import Mailbox, RunListener
+from bot.owner import new_owner, owner_gone, owner_pid
 from bot.store import Store
 
+__all__ = ["Engine", "Outcome", "RunListener", "RunManager"]
+
 log = logging.getLogger(__name__)
+REDELIVER_WITHIN = timedelta(days=1)
+"""Undelivered outcomes older than this are not pushed into a thread at start any more."""
+STOPPED = "The bot stopped while this run was in progress."
 
 
 class Outcome(BaseModel):
@@ -41,15 +46,7 @@ class Outcome(BaseModel):
     usage: Usage = Usage()
     duration_s: float = 0.0
     recovered: bool = False
-    """Finished after a restart from stored evidence."""
-
-
-class RunListener(Protocol):
-    """What a front end implements to follow one run."""
-
-    async def on_event(self, run: RunRecord, event: Event) -> None: ...
-
-    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None: ...
+    """Finished or delivered after a restart, from what was stored."""
 
 
 class Engine(Protocol):
@@ -74,7 +71,7 @@ class Engine(Protocol):
 class _Active:
     def __init__(self, record: RunRecord, listener: RunListener) -> None:
         self.record = record
-        self.listener = listener
+        self.mailbox = Mailbox(listener, record.run_id)
         self.control = Control()
         self.task: asyncio.Task[None] | None = None
         self.finished = asyncio.Event()
@@ -84,20 +81,22 @@ class _Active:
 class RunManager:
     """Owns every run of this process."""
 
-    def __init__(self, store: Store, engine: Engine, *, max_concurrent: int = 4) -> None:
+    def __init__(
+        self, store: Store, engine: Engine, *, max_concurrent: int = 4, lease_s: float = 60.0
+    ) -> None:
         self._store = store
         self._engine = engine
         self._slots = asyncio.Semaphore(max_concurrent)
         self._active: dict[str, _Active] = {}
         self._waiting: list[str] = []
+        self.owner = new_owner()
+        self._lease_s = lease_s
+        self._heartbeat: asyncio.Task[None] | None = None
 
     async def submit(self, request: Request, listener: RunListener) -> RunRecord:
         """Store the run and schedule it; returns at once with its record (status queued)."""
-        record = await self._store.create_run(request)
-        active = _Active(record, listener)
-        self._active[record.run_id] = active
-        self._waiting.append(record.run_id)
-        active.task = asyncio.create_task(self._run(active, request), name=f"run-{record.run_id}")
+        record = await self._store.create_run(request, owner=self.owner, lease_until=self._lease())
+        self._start(record, listener, request, resume=False)
         return record
 
     def summarize(self, run_id: str) -> bool:
@@ -125,35 +124,50 @@ class RunManager:
             await active.finished.wait()
 
     async def recover(self, listener_for: Callable[[RunRecord], RunListener | None]) -> list[str]:
-        """Finish runs a previous process left running or queued. Returns their ids.
+        """At start: take over the runs whose process is gone (queued ones queue again, in
+        order; the others are finished from their evidence), and deliver every outcome that
+        never reached its front end. `listener_for` gives the front end that should hear about
+        a run (None: another front end's run, left for it). Returns the ids taken."""
+        taken = []
+        unfinished = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
+        for record in await self._store.runs_with_status(*unfinished):
+            listener = self._listener_if_free(record, listener_for)
+            if listener is not None and await self._claim(record):
+                self._start(record, listener, _request(record), resume=_resumes(record))
+                taken.append(record.run_id)
+        since = self._store.now() - REDELIVER_WITHIN
+        for record in await self._store.undelivered_runs(since=since):
+            listener = listener_for(record) if record.run_id not in self._active else None
+            if listener is not None:
+                self._redeliver(record, listener)
+                taken.append(record.run_id)
+        return taken
 
-        `listener_for` gives the front end that should hear about a run (None: another
-        front end's run, left for it).
-        """
-        found = await self._store.runs_with_status(
-            RunStatus.RUNNING, RunStatus.QUEUED, RunStatus.INTERRUPTED
-        )
-        started = []
-        for record in found:
-            if record.run_id in self._active:
-                continue
-            listener = listener_for(record)
-            if listener is None:
-                continue
-            active = _Active(record, listener)
-            self._active[record.run_id] = active
-            active.task = asyncio.create_task(
-                self._recover(active), name=f"recover-{record.run_id}"
+    async def resume(self, run_id: str, listener: RunListener) -> RunRecord:
+        """Finish one run another process left (the terminal's `resume`), or deliver its
+        stored outcome again when it had ended."""
+        record = await self._store.get_run(run_id)
+        if record.status in (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED):
+            self._redeliver(record, listener)
+            return record
+        if not owner_gone(
+            record.owner, record.lease_until, now=self._store.now(), me=self.owner
+        ) or not await self._claim(record):
+            pid = owner_pid(record.owner)
+            where = f" (process {pid})" if pid else ""
+            raise RequestError(
+                f"Run {record.run_id} is still running in another process{where}: "
+                "wait for it, or stop that process first."
             )
-            started.append(record.run_id)
-        return started
+        self._start(record, listener, _request(record), resume=_resumes(record))
+        return record
 
     async def shutdown(self, *, delivery_grace_s: float = 10.0) -> None:
-        """Stop every run now and leave it marked interrupted, to be recovered at the next start.
-
-        A run already finished and stored but still posting its report gets a short grace to
-        deliver it (call this before closing the chat clients).
-        """
+        """Stop every run now: running ones are left interrupted, queued ones stay queued, all
+        for the next start. A run already stored but still delivering gets a short grace
+        (call this before closing the chat clients); undelivered, it is delivered next start."""
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         delivering = [a.task for a in self._active.values() if a.task and a.persisted]
         researching = [a.task for a in self._active.values() if a.task and not a.persisted]
         for task in researching:
@@ -164,28 +178,73 @@ class RunManager:
             task.cancel()
         await asyncio.gather(*researching, *delivering, return_exceptions=True)
 
-    async def _run(self, active: _Active, request: Request) -> None:
+    def _lease(self) -> datetime:
+        return self._store.now() + timedelta(seconds=self._lease_s)
+
+    def _listener_if_free(
+        self, record: RunRecord, listener_for: Callable[[RunRecord], RunListener | None]
+    ) -> RunListener | None:
+        if record.run_id in self._active:
+            return None
+        now = self._store.now()
+        if not owner_gone(record.owner, record.lease_until, now=now, me=self.owner):
+            return None
+        return listener_for(record)
+
+    async def _claim(self, record: RunRecord) -> bool:
+        return await self._store.claim_run(
+            record.run_id, seen_owner=record.owner, owner=self.owner, lease_until=self._lease()
+        )
+
+    def _start(
+        self, record: RunRecord, listener: RunListener, request: Request, *, resume: bool
+    ) -> None:
+        active = _Active(record, listener)
+        self._active[record.run_id] = active
+        self._waiting.append(record.run_id)
+        active.task = asyncio.create_task(
+            self._run(active, request, resume=resume), name=f"run-{record.run_id}"
+        )
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.create_task(self._renew_leases(), name="run-leases")
+
+    def _redeliver(self, record: RunRecord, listener: RunListener) -> None:
+        active = _Active(record, listener)
+        active.persisted = True
+        self._active[record.run_id] = active
+        active.task = asyncio.create_task(
+            self._deliver_stored(active), name=f"deliver-{record.run_id}"
+        )
+
+    async def _renew_leases(self) -> None:
+        """While this process has runs, it keeps saying so; a process that dies stops."""
+        while self._active:
+            await asyncio.sleep(self._lease_s / 3)
+            try:
+                await self._store.renew_leases(self.owner, self._lease())
+            except StoreError as error:
+                log.warning("could not renew run leases: %s", error)
+
+    async def _run(self, active: _Active, request: Request, *, resume: bool) -> None:
         run_id = active.record.run_id
         try:
-            outcome = await self._research(active, request)
+            try:
+                outcome = await self._research(active, request, resume=resume)
+            except asyncio.CancelledError:
+                await self._leave(active)
+                raise
+            except Exception as error:
+                # The one owner of every failure of a run: it ends, is stored, and is told.
+                log.exception("run %s failed unexpectedly", run_id)
+                outcome = await self._rescue(active, request, error)
             # Delivered outside the slot: a slow chat platform must not hold up queued runs.
             await self._deliver(active, outcome)
-        except asyncio.CancelledError:
-            if run_id in self._waiting:
-                self._waiting.remove(run_id)
-            if not active.persisted:
-                await self._store.finish_run(
-                    run_id,
-                    status=RunStatus.INTERRUPTED,
-                    ending=None,
-                    error="The bot stopped while this run was in progress.",
-                )
-            raise
         finally:
+            active.mailbox.close()
             self._active.pop(run_id, None)
             active.finished.set()
 
-    async def _research(self, active: _Active, request: Request) -> Outcome | None:
+    async def _research(self, active: _Active, request: Request, *, resume: bool) -> Outcome:
         run_id = active.record.run_id
         await self._queue(active)
         got_slot = await self._slot_or_cancel(active)
@@ -197,26 +256,55 @@ class RunManager:
         try:
             await self._store.mark_running(run_id)
             active.record = await self._store.get_run(run_id)
-            events = self._engine.research(run_id, request, active.control)
-            return await self._consume(active, events, recovered=False)
+            if resume:
+                history = await self._store.events(run_id)
+                events = self._engine.recover(run_id, request, history, active.control)
+            else:
+                events = self._engine.research(run_id, request, active.control)
+            return await self._consume(active, events, recovered=resume)
         finally:
             self._slots.release()
 
-    async def _recover(self, active: _Active) -> None:
+    async def _rescue(self, active: _Active, request: Request, error: Exception) -> Outcome:
+        """After an unexpected failure: write up from the stored evidence; failing that, end
+        the run plainly. Either way it is stored (if the store still works) and told."""
         run_id = active.record.run_id
-        try:
-            history = await self._store.events(run_id)
-            request = Request(
-                topic=active.record.topic, mode=active.record.mode, origin=active.record.origin
+        if not isinstance(error, StoreError) and not active.persisted:
+            try:
+                history = await self._store.events(run_id)
+                events = self._engine.recover(run_id, request, history, active.control, why="error")
+                return await self._consume(active, events, recovered=False)
+            except Exception:
+                log.exception("run %s: writing up after the failure failed too", run_id)
+        if isinstance(error, StoreError):
+            message = f"This run could not be saved: {error}"
+        else:
+            message = (
+                f"Something went wrong inside the bot (logged with run id {run_id}): "
+                "start the research again."
             )
-            async with self._slots:
-                await self._store.mark_running(run_id)
-                events = self._engine.recover(run_id, request, history)
-                outcome = await self._consume(active, events, recovered=True)
-            await self._deliver(active, outcome)
-        finally:
-            self._active.pop(run_id, None)
-            active.finished.set()
+        outcome = Outcome(ending=Ending.ERROR_SYNTHESIS_FAILED, error=message)
+        if not active.persisted:
+            try:
+                await self._persist(active, outcome)
+            except StoreError as store_error:
+                log.error("run %s: could not store its ending: %s", run_id, store_error)
+        return outcome
+
+    async def _leave(self, active: _Active) -> None:
+        """The process is stopping: leave the run for the next start (still queued, or
+        interrupted), unless it already ended."""
+        run_id = active.record.run_id
+        if active.persisted:
+            return
+        queued = run_id in self._waiting
+        if queued:
+            self._waiting.remove(run_id)
+        status, error = (RunStatus.QUEUED, None) if queued else (RunStatus.INTERRUPTED, STOPPED)
+        try:
+            await self._store.leave_run(run_id, status, error=error)
+        except StoreError as store_error:
+            log.error("run %s: could not mark it %s: %s", run_id, status.value, store_error)
 
     async def _queue(self, active: _Active) -> None:
         """Tell a run its place while it waits; the slot wait itself is the semaphore's."""
@@ -244,18 +332,16 @@ class RunManager:
 
     async def _consume(
         self, active: _Active, events: AsyncIterator[Event], *, recovered: bool
-    ) -> Outcome | None:
+    ) -> Outcome:
         started = time.monotonic()
         report: Report | None = None
-        outcome: Outcome | None = None
-        async for event in events:
-            await self._emit(active, event)
-            if isinstance(event, ReportReady):
-                report = event.report
-            elif isinstance(event, RunFinished):
-                outcome = await self._persist(
-                    active,
-                    Outcome(
+        try:
+            async for event in events:
+                await self._emit(active, event)
+                if isinstance(event, ReportReady):
+                    report = event.report
+                elif isinstance(event, RunFinished):
+                    outcome = Outcome(
                         ending=event.ending,
                         report=report,
                         error=event.error,
@@ -263,41 +349,89 @@ class RunManager:
                         usage=event.usage,
                         duration_s=time.monotonic() - started,
                         recovered=recovered,
-                    ),
-                )
-        return outcome
+                    )
+                    return await self._persist(active, outcome)
+        finally:
+            if isinstance(events, AsyncGenerator):
+                await events.aclose()
+        raise RuntimeError("the engine stopped without an ending")
 
     async def _persist(self, active: _Active, outcome: Outcome) -> Outcome:
         """Store the ending and the report's Markdown; from here the run cannot be lost."""
         run_id = active.record.run_id
+        saved = None
         if outcome.report is not None:
             record = await self._store.get_run(run_id)
             outcome.markdown = render_markdown(outcome.report, record, outcome.ending)
             outcome.filename = report_filename(record)
-            await self._store.save_report(run_id, outcome.report, outcome.markdown)
+            saved = (outcome.report, outcome.markdown)
         if outcome.ending == Ending.CANCELLED and outcome.report is None:
             status = RunStatus.CANCELLED
         else:
             status = RunStatus.DONE if outcome.report is not None else RunStatus.FAILED
         await self._store.finish_run(
-            run_id, status=status, ending=outcome.ending.value, error=outcome.error
+            run_id, status=status, ending=outcome.ending.value, error=outcome.error, report=saved
         )
         active.record = await self._store.get_run(run_id)
         active.persisted = True
         return outcome
 
-    async def _deliver(self, active: _Active, outcome: Outcome | None) -> None:
-        if outcome is None:
-            return
+    async def _deliver(self, active: _Active, outcome: Outcome) -> None:
+        if await active.mailbox.finish(active.record, outcome):
+            try:
+                await self._store.mark_delivered(active.record.run_id)
+            except StoreError as error:
+                log.error("run %s: delivered, but not recorded: %s", active.record.run_id, error)
+
+    async def _deliver_stored(self, active: _Active) -> None:
         try:
-            await active.listener.on_finished(active.record, outcome)
-        except Exception:
-            log.exception("run %s: listener failed to deliver the outcome", active.record.run_id)
+            await self._deliver(active, await stored_outcome(self._store, active.record))
+        finally:
+            active.mailbox.close()
+            self._active.pop(active.record.run_id, None)
+            active.finished.set()
 
     async def _emit(self, active: _Active, event: Event) -> None:
         await self._store.append_event(active.record.run_id, event)
-        try:
-            await active.listener.on_event(active.record, event)
-        except Exception:
-            # A chat platform being down must not end the research: log, and go on.
-            log.exception("run %s: listener failed on %s", active.record.run_id, event.kind)
+        active.mailbox.post(active.record, event)
+
+
+async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
+    """A finished run's outcome as it was stored, to deliver it again."""
+    saved = await store.report(record.run_id)
+    report, markdown = saved if saved is not None else (None, None)
+    try:
+        ending = Ending(record.termination_reason or "")
+    except ValueError:
+        ending = Ending.ERROR_SYNTHESIS_FAILED
+    took = (
+        (record.finished_at - record.started_at).total_seconds()
+        if record.finished_at and record.started_at
+        else 0.0
+    )
+    return Outcome(
+        ending=ending,
+        report=report,
+        markdown=markdown,
+        filename=report_filename(record) if report is not None else None,
+        error=record.error,
+        turns=record.turns,
+        usage=Usage(
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            cache_read_tokens=record.cache_read_tokens,
+            cache_write_tokens=record.cache_write_tokens,
+            cost_usd=record.cost_usd,
+        ),
+        duration_s=took,
+        recovered=True,
+    )
+
+
+def _request(record: RunRecord) -> Request:
+    return Request(topic=record.topic, mode=record.mode, origin=record.origin)
+
+
+def _resumes(record: RunRecord) -> bool:
+    """A run that never started begins afresh; one that did is finished from its evidence."""
+    return record.status is not RunStatus.QUEUED

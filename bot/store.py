@@ -1,34 +1,29 @@
-"""SQLite storage (aiosqlite): schema, migrations, runs, event log, reports, dedupe keys."""
+"""SQLite storage: schema and migrations, runs (with their owner's lease and delivery), the
+append-only event log, reports, and dedupe keys. All SQL lives here; `bot/db.py` runs it."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import secrets
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
-
-import aiosqlite
+from typing import Any
 
 from bot.agent.events import EVENT_ADAPTER, Event, TurnStarted, UsageRecorded
 from bot.agent.report import Report
+from bot.db import Database
 from bot.domain import Request, RunRecord, RunStatus
-from bot.errors import ConfigError, NotFoundError
+from bot.errors import NotFoundError
 
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 Clock = Callable[[], datetime]
-Work = Callable[[aiosqlite.Connection], Awaitable[T]]
 
 RUN_ID_ALPHABET = "23456789abcdefghijkmnpqrstuvwxyz"
 """Lowercase letters and digits without 0/o and 1/l, so an id read aloud or retyped survives."""
 RUN_ID_LENGTH = 10
 DEDUPE_TTL = timedelta(days=1)
+FINAL = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -58,6 +53,16 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE TABLE dedupe (key TEXT PRIMARY KEY, created_at TEXT NOT NULL);
     CREATE INDEX dedupe_age ON dedupe (created_at);
     """,
+    # 2: who runs a run (and until when, a lease it renews), when its outcome was delivered,
+    # and whether its cost is known. Runs that ended before this version count as delivered.
+    """
+    ALTER TABLE runs ADD COLUMN owner TEXT;
+    ALTER TABLE runs ADD COLUMN lease_until TEXT;
+    ALTER TABLE runs ADD COLUMN delivered_at TEXT;
+    ALTER TABLE runs ADD COLUMN cost_known INTEGER NOT NULL DEFAULT 1;
+    UPDATE runs SET delivered_at = finished_at WHERE status IN ('done', 'failed', 'cancelled');
+    CREATE INDEX runs_undelivered ON runs (delivered_at, status);
+    """,
 )
 """Append-only: never edit a shipped script, add the next. Script N takes user_version N to N+1."""
 
@@ -73,8 +78,9 @@ _ORIGIN_COLUMNS = {
 _SELECT_RUNS = "SELECT * FROM runs"
 _INSERT_RUN = f"""
     INSERT INTO runs (
-        run_id, {", ".join(_ORIGIN_COLUMNS.values())}, topic, mode, status, created_at
-    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        run_id, {", ".join(_ORIGIN_COLUMNS.values())}, topic, mode, status, created_at,
+        owner, lease_until
+    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _INSERT_EVENT = """
     INSERT INTO events (run_id, seq, kind, payload, at)
@@ -83,7 +89,7 @@ _INSERT_EVENT = """
 _ADD_USAGE = """
     UPDATE runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
         cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-        cost_usd = cost_usd + ?
+        cost_usd = cost_usd + ?, cost_known = cost_known AND ?
     WHERE run_id = ?
 """
 _UPSERT_REPORT = """
@@ -92,6 +98,14 @@ _UPSERT_REPORT = """
     ON CONFLICT (run_id) DO UPDATE SET title = excluded.title, tldr = excluded.tldr,
         markdown = excluded.markdown, report_json = excluded.report_json,
         created_at = excluded.created_at
+"""
+_FINISH_RUN = """
+    UPDATE runs SET status = ?, termination_reason = ?, error = ?, finished_at = ?,
+        owner = NULL, lease_until = NULL
+    WHERE run_id = ?
+"""
+_CLAIM_RUN = """
+    UPDATE runs SET owner = ?, lease_until = ? WHERE run_id = ? AND owner IS ? AND status IN (?, ?, ?)
 """
 
 
@@ -113,21 +127,11 @@ def _clean_id(run_id: str) -> str:
     return run_id.strip().lower()
 
 
-def _statements(script: str) -> list[str]:
-    """Split a script into statements; `complete_statement` keeps trigger bodies whole."""
-    statements: list[str] = []
-    buffer = ""
-    for piece in script.split(";"):
-        buffer += piece + ";"
-        if sqlite3.complete_statement(buffer):
-            statements.append(buffer.strip())
-            buffer = ""
-    return [statement for statement in statements if statement.strip(" \n\t;")]
-
-
 def _record(row: sqlite3.Row) -> RunRecord:
     data = dict(zip(row.keys(), row, strict=True))
     origin = {field: data.pop(column) for field, column in _ORIGIN_COLUMNS.items()}
+    if not data.pop("cost_known"):
+        data["cost_usd"] = None
     return RunRecord.model_validate({**data, "origin": origin})
 
 
@@ -138,82 +142,44 @@ def _scope(platform: str | None, workspace: str | None) -> tuple[str, list[str]]
     return "".join(f" AND {column} = ?" for column in given), list(given.values())
 
 
-def _prepare_path(path: str | Path) -> str:
-    if str(path) == ":memory:":
-        return ":memory:"
-    target = Path(path).expanduser()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return str(target)
-
-
-async def _configure(db: aiosqlite.Connection) -> None:
-    db.row_factory = sqlite3.Row
-    for pragma in ("journal_mode = WAL", "busy_timeout = 5000", "synchronous = NORMAL"):
-        await db.execute(f"PRAGMA {pragma}")
-    await db.execute("PRAGMA foreign_keys = ON")
-
-
-async def _migrate(db: aiosqlite.Connection) -> None:
-    """Apply each pending script in its own transaction. The version is re-read under the
-    write lock, so two processes opening a new file do not both apply a script."""
-    while True:
-        await db.execute("BEGIN IMMEDIATE")
-        try:
-            version = next(iter(await db.execute_fetchall("PRAGMA user_version")))[0]
-            if version > len(MIGRATIONS):
-                raise ConfigError(
-                    f"The database is at schema version {version}, newer than this bot "
-                    f"knows ({len(MIGRATIONS)}). Upgrade research-bot."
-                )
-            if version < len(MIGRATIONS):
-                for statement in _statements(MIGRATIONS[version]):
-                    await db.execute(statement)
-                await db.execute(f"PRAGMA user_version = {version + 1}")
-        except BaseException:
-            await db.rollback()
-            raise
-        await db.commit()
-        if version == len(MIGRATIONS):
-            return
-        log.info("store schema migrated to version %d", version + 1)
-
-
 class Store:
-    """The one connection to the database; every write is a short transaction behind one lock."""
+    """The runs database. Reads and short write transactions, each run whole on the DB thread."""
 
-    def __init__(self, db: aiosqlite.Connection, clock: Clock) -> None:
+    def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
         self._now = clock
-        self._lock = asyncio.Lock()
 
     @classmethod
-    async def open(cls, path: str | Path, *, clock: Clock | None = None) -> Store:
-        db = await aiosqlite.connect(
-            await asyncio.to_thread(_prepare_path, path), isolation_level=None
-        )
-        try:
-            await _configure(db)
-            await _migrate(db)
-            store = cls(db, clock or _utcnow)
-            cutoff = _iso(store._now() - DEDUPE_TTL)
-            await store._exec("DELETE FROM dedupe WHERE created_at < ?", (cutoff,))
-        except BaseException:
-            await db.close()
-            raise
-        return store
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        readonly: bool = False,
+        busy_timeout_s: float = 15.0,
+    ) -> Store:
+        """Read-only stores (history, show) never take the write lock nor touch the file."""
+        db = await Database.open(path, MIGRATIONS, readonly=readonly, busy_timeout_s=busy_timeout_s)
+        return cls(db, clock or _utcnow)
 
     @classmethod
     @asynccontextmanager
-    async def connect(cls, path: str | Path, *, clock: Clock | None = None) -> AsyncIterator[Store]:
-        store = await cls.open(path, clock=clock)
+    async def connect(
+        cls,
+        path: str | Path,
+        *,
+        clock: Clock | None = None,
+        readonly: bool = False,
+        busy_timeout_s: float = 15.0,
+    ) -> AsyncIterator[Store]:
+        store = await cls.open(path, clock=clock, readonly=readonly, busy_timeout_s=busy_timeout_s)
         try:
             yield store
         finally:
             await store.close()
 
     async def close(self) -> None:
-        async with self._lock:
-            await self._db.close()
+        await self._db.close()
 
     async def __aenter__(self) -> Store:
         return self
@@ -221,50 +187,32 @@ class Store:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def _write(self, work: Work[T]) -> T:
-        # Shielded: a caller cancelled mid-transaction (a cancelled run) must not leave BEGIN
-        # open on the shared connection, and the event it was recording did happen.
-        return await asyncio.shield(self._transaction(work))
-
-    async def _transaction(self, work: Work[T]) -> T:
-        async with self._lock:
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
-                result = await work(self._db)
-            except BaseException:
-                await self._db.rollback()
-                raise
-            await self._db.commit()
-            return result
+    def now(self) -> datetime:
+        return self._now()
 
     async def _exec(self, sql: str, params: Sequence[Any]) -> int:
         """One statement in its own write transaction; returns the number of rows it changed."""
-
-        async def work(db: aiosqlite.Connection) -> int:
-            return (await db.execute(sql, params)).rowcount
-
-        return await self._write(work)
+        return await self._db.write(lambda conn: conn.execute(sql, params).rowcount)
 
     async def _update_run(self, run_id: str, sets: str, params: Sequence[Any]) -> None:
         if not await self._exec(f"UPDATE runs SET {sets} WHERE run_id = ?", (*params, run_id)):
             raise NotFoundError(f"No run {run_id} here.")
 
-    async def _read(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
-        async with self._lock:
-            return list(await self._db.execute_fetchall(sql, params))
-
-    async def create_run(self, request: Request) -> RunRecord:
+    async def create_run(
+        self, request: Request, *, owner: str | None = None, lease_until: datetime | None = None
+    ) -> RunRecord:
         origin = [getattr(request.origin, field) for field in _ORIGIN_COLUMNS]
         rest = [request.topic, request.mode.value, RunStatus.QUEUED.value, _iso(self._now())]
+        lease = _iso(lease_until) if lease_until else None
 
-        async def work(db: aiosqlite.Connection) -> str:
+        def work(conn: sqlite3.Connection) -> str:
             run_id = _new_run_id()
-            while await db.execute_fetchall("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+            while conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 run_id = _new_run_id()
-            await db.execute(_INSERT_RUN, (run_id, *origin, *rest))
+            conn.execute(_INSERT_RUN, (run_id, *origin, *rest, owner, lease))
             return run_id
 
-        return await self.get_run(await self._write(work))
+        return await self.get_run(await self._db.write(work))
 
     async def set_location(self, run_id: str, *, channel: str, thread: str) -> None:
         await self._update_run(run_id, "channel = ?, thread = ?", (channel, thread))
@@ -273,44 +221,85 @@ class Store:
         now = _iso(self._now())
         await self._update_run(run_id, "status = ?, started_at = ?", (RunStatus.RUNNING.value, now))
 
+    async def claim_run(
+        self, run_id: str, *, seen_owner: str | None, owner: str, lease_until: datetime
+    ) -> bool:
+        """Take over an unfinished run, only if its owner is still the one we judged gone (so
+        two processes never both take it)."""
+        unfinished = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
+        params = (owner, _iso(lease_until), run_id, seen_owner, *(s.value for s in unfinished))
+        return await self._exec(_CLAIM_RUN, params) == 1
+
+    async def renew_leases(self, owner: str, lease_until: datetime) -> int:
+        sql = "UPDATE runs SET lease_until = ? WHERE owner = ? AND status IN (?, ?)"
+        statuses = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+        return await self._exec(sql, (_iso(lease_until), owner, *statuses))
+
+    async def leave_run(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:
+        """Give a run up for another process to finish: still queued, or interrupted."""
+        sets = "status = ?, error = ?, owner = NULL, lease_until = NULL"
+        await self._update_run(run_id, sets, (status.value, error))
+
     async def finish_run(
-        self, run_id: str, *, status: RunStatus, ending: str | None, error: str | None = None
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        ending: str | None,
+        error: str | None = None,
+        report: tuple[Report, str] | None = None,
     ) -> None:
-        sets = "status = ?, termination_reason = ?, error = ?, finished_at = ?"
-        await self._update_run(run_id, sets, (status.value, ending, error, _iso(self._now())))
+        """The ending, and the report with its Markdown, in one transaction."""
+        now = _iso(self._now())
+
+        def work(conn: sqlite3.Connection) -> int:
+            if report is not None:
+                document, markdown = report
+                row = (document.title, document.tldr, markdown, document.model_dump_json(), now)
+                conn.execute(_UPSERT_REPORT, (run_id, *row))
+            return conn.execute(_FINISH_RUN, (status.value, ending, error, now, run_id)).rowcount
+
+        if not await self._db.write(work):
+            raise NotFoundError(f"No run {run_id} here.")
+
+    async def mark_delivered(self, run_id: str) -> None:
+        await self._update_run(run_id, "delivered_at = ?", (_iso(self._now()),))
+
+    async def undelivered_runs(self, *, since: datetime) -> list[RunRecord]:
+        """Runs that ended after `since` whose outcome never reached their front end."""
+        marks = ", ".join("?" * len(FINAL))
+        sql = (
+            f"{_SELECT_RUNS} WHERE delivered_at IS NULL AND status IN ({marks}) "
+            "AND finished_at >= ? ORDER BY finished_at, rowid"
+        )
+        rows = await self._db.read(sql, (*(s.value for s in FINAL), _iso(since)))
+        return [_record(row) for row in rows]
 
     async def append_event(self, run_id: str, event: Event) -> None:
         row = (run_id, event.kind, EVENT_ADAPTER.dump_json(event).decode(), _iso(event.at), run_id)
 
-        async def work(db: aiosqlite.Connection) -> None:
-            if not await db.execute_fetchall("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+        def work(conn: sqlite3.Connection) -> None:
+            if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 raise NotFoundError(f"No run {run_id} here.")
-            await db.execute(_INSERT_EVENT, row)
+            conn.execute(_INSERT_EVENT, row)
             if isinstance(event, UsageRecorded):
                 use = event.usage
+                known = use.cost_usd is not None
                 counts = (use.input_tokens, use.output_tokens, use.cache_read_tokens)
-                await db.execute(
-                    _ADD_USAGE, (*counts, use.cache_write_tokens, use.cost_usd, run_id)
-                )
+                cost = (use.cost_usd or 0.0, known)
+                conn.execute(_ADD_USAGE, (*counts, use.cache_write_tokens, *cost, run_id))
             elif isinstance(event, TurnStarted):
                 sql = "UPDATE runs SET turns = MAX(turns, ?) WHERE run_id = ?"
-                await db.execute(sql, (event.turn, run_id))
+                conn.execute(sql, (event.turn, run_id))
 
-        await self._write(work)
-
-    async def save_report(self, run_id: str, report: Report, markdown: str) -> None:
-        document = report.model_dump_json()
-        now = _iso(self._now())
-        await self._exec(
-            _UPSERT_REPORT, (run_id, report.title, report.tldr, markdown, document, now)
-        )
+        await self._db.write(work)
 
     async def get_run(
         self, run_id: str, *, platform: str | None = None, workspace: str | None = None
     ) -> RunRecord:
         wanted = _clean_id(run_id)
         where, params = _scope(platform, workspace)
-        rows = await self._read(f"{_SELECT_RUNS} WHERE run_id = ?{where}", (wanted, *params))
+        rows = await self._db.read(f"{_SELECT_RUNS} WHERE run_id = ?{where}", (wanted, *params))
         if not rows:
             raise NotFoundError(f"No run {wanted} here.")
         return _record(rows[0])
@@ -320,26 +309,33 @@ class Store:
     ) -> list[RunRecord]:
         where, params = _scope(platform, workspace)
         order = "ORDER BY created_at DESC, rowid DESC LIMIT ?"
-        rows = await self._read(f"{_SELECT_RUNS} WHERE 1{where} {order}", (*params, limit))
+        rows = await self._db.read(f"{_SELECT_RUNS} WHERE 1{where} {order}", (*params, limit))
         return [_record(row) for row in rows]
 
     async def runs_with_status(self, *statuses: RunStatus) -> list[RunRecord]:
         marks = ", ".join("?" * len(statuses))
         sql = f"{_SELECT_RUNS} WHERE status IN ({marks}) ORDER BY created_at, rowid"
-        return [_record(row) for row in await self._read(sql, [s.value for s in statuses])]
+        return [_record(row) for row in await self._db.read(sql, [s.value for s in statuses])]
 
     async def events(self, run_id: str) -> list[Event]:
         sql = "SELECT payload FROM events WHERE run_id = ? ORDER BY seq"
-        rows = await self._read(sql, (_clean_id(run_id),))
+        rows = await self._db.read(sql, (_clean_id(run_id),))
         return [EVENT_ADAPTER.validate_json(row["payload"]) for row in rows]
 
     async def report(self, run_id: str) -> tuple[Report, str] | None:
         sql = "SELECT report_json, markdown FROM reports WHERE run_id = ?"
-        rows = await self._read(sql, (_clean_id(run_id),))
+        rows = await self._db.read(sql, (_clean_id(run_id),))
         if not rows:
             return None
         return Report.model_validate_json(rows[0]["report_json"]), rows[0]["markdown"]
 
     async def claim(self, key: str) -> bool:
-        sql = "INSERT OR IGNORE INTO dedupe (key, created_at) VALUES (?, ?)"
-        return await self._exec(sql, (key, _iso(self._now()))) == 1
+        """A dedupe key, once: False when it was claimed before (within a day)."""
+        now = self._now()
+
+        def work(conn: sqlite3.Connection) -> bool:
+            conn.execute("DELETE FROM dedupe WHERE created_at < ?", (_iso(now - DEDUPE_TTL),))
+            sql = "INSERT OR IGNORE INTO dedupe (key, created_at) VALUES (?, ?)"
+            return conn.execute(sql, (key, _iso(now))).rowcount == 1
+
+        return await self._db.write(work)

@@ -29,7 +29,7 @@ from bot.agent.events import (
 )
 from bot.agent.report import Report, Section, Source
 from bot.domain import Mode, Origin, Request, RunStatus
-from bot.errors import ConfigError, NotFoundError
+from bot.errors import NotFoundError, StoreError
 from bot.store import MIGRATIONS, Store
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -100,7 +100,7 @@ async def test_a_failing_migration_leaves_the_previous_version(
         pass
     broken = "CREATE TABLE extra (x TEXT); INSERT INTO nowhere VALUES (1);"
     monkeypatch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, broken))
-    with pytest.raises(sqlite3.OperationalError, match="nowhere"):
+    with pytest.raises(StoreError, match="nowhere"):
         await Store.open(db_path)
     assert query_file(db_path, "PRAGMA user_version") == [(len(MIGRATIONS),)]
     assert not query_file(db_path, "SELECT name FROM sqlite_master WHERE name = 'extra'")
@@ -111,7 +111,7 @@ async def test_a_database_from_a_newer_bot_is_refused(db_path: Path) -> None:
         pass
     with closing(sqlite3.connect(db_path)) as db:
         db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
-    with pytest.raises(ConfigError, match="Upgrade research-bot"):
+    with pytest.raises(StoreError, match="Upgrade research-bot"):
         await Store.open(db_path)
 
 
@@ -206,18 +206,21 @@ async def test_report_saved_loaded_and_replaced(store: Store) -> None:
         sections=[Section(heading="Products", body="Pickers [1].")],
         sources=[Source(url="https://acme.example", title="Acme")],
     )
-    await store.save_report(run.run_id, report, "# Acme Robotics\n")
+    done = {"status": RunStatus.DONE, "ending": "completed"}
+    await store.finish_run(run.run_id, **done, report=(report, "# Acme Robotics\n"))
     assert await store.report(run.run_id) == (report, "# Acme Robotics\n")
 
     revised = report.model_copy(update={"tldr": "Warehouse and farm robots [1]."})
-    await store.save_report(run.run_id, revised, "# Acme Robotics (v2)\n")
+    await store.finish_run(run.run_id, **done, report=(revised, "# Acme Robotics (v2)\n"))
     assert await store.report(run.run_id) == (revised, "# Acme Robotics (v2)\n")
 
 
 async def test_foreign_keys_are_enforced(store: Store) -> None:
     report = Report(title="t", tldr="t")
-    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"):
-        await store.save_report("nosuchrun2", report, "")
+    with pytest.raises(StoreError, match="FOREIGN KEY"):
+        await store.finish_run(
+            "nosuchrun2", status=RunStatus.DONE, ending="completed", report=(report, "")
+        )
 
 
 async def test_history_is_scoped_to_its_workspace(store: Store) -> None:
