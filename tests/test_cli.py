@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,39 +14,9 @@ from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import ARTICLE_PATH, FakeWeb
+from tests.process import Cli, wait_for_line
 
-ROOT = Path(__file__).resolve().parent.parent
 REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n\n## Overview\nFounded 2015 [2].\n"
-
-
-class Cli:
-    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        self.cwd = cwd
-        # Only what the bot needs: no key or setting leaks in from the machine running the tests.
-        self.env = {
-            "PATH": os.environ.get("PATH", ""),
-            "HOME": str(cwd),
-            "PYTHONPATH": str(ROOT),
-            **env,
-        }
-
-    async def start(self, *args: str) -> asyncio.subprocess.Process:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot",
-            *args,
-            cwd=self.cwd,
-            env=self.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-
-    async def run(self, *args: str) -> tuple[int, str, str]:
-        process = await self.start(*args)
-        out, err = await process.communicate()
-        assert process.returncode is not None
-        return process.returncode, out.decode(), err.decode()
 
 
 @pytest.fixture
@@ -132,14 +99,6 @@ async def test_research_writes_the_report_then_history_and_show_find_it(
     assert code == 1 and "No run" in err
 
 
-async def _wait_for_line(stream: asyncio.StreamReader, text: str) -> None:
-    while True:
-        line = await stream.readline()
-        assert line, f"the process ended before printing {text!r}"
-        if text in line.decode():
-            return
-
-
 async def test_ctrl_c_once_summarizes_now(
     cli: Cli, anthropic_api: FakeAnthropic, tmp_path: Path
 ) -> None:
@@ -155,7 +114,7 @@ async def test_ctrl_c_once_summarizes_now(
     second = anthropic_api.hold()
     await anthropic_api.wait_for_requests(2)
     assert process.stderr is not None
-    await _wait_for_line(process.stderr, "Searched: acme")
+    await wait_for_line(process.stderr, "Searched: acme")
 
     process.send_signal(signal.SIGINT)
     await anthropic_api.wait_for_cancelled(1)
@@ -171,11 +130,11 @@ async def test_ctrl_c_twice_cancels(cli: Cli, anthropic_api: FakeAnthropic) -> N
     anthropic_api.hold()
     process = await cli.start("research", "Acme")
     assert process.stderr is not None
-    await _wait_for_line(process.stderr, "researching")
+    await wait_for_line(process.stderr, "researching")
     await anthropic_api.wait_for_requests(1)
 
     process.send_signal(signal.SIGINT)
-    await _wait_for_line(process.stderr, "Nothing has been gathered yet")
+    await wait_for_line(process.stderr, "Nothing has been gathered yet")
     process.send_signal(signal.SIGINT)
     _, err = await process.communicate()
 

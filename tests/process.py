@@ -1,0 +1,59 @@
+"""The `research-bot` command as a subprocess, for tests that run it the way a person does."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Cli:
+    def __init__(self, cwd: Path, env: dict[str, str]) -> None:
+        self.cwd = cwd
+        # Only what the bot needs: no key or setting leaks in from the machine running the tests.
+        self.env = {
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(cwd),
+            "PYTHONPATH": str(ROOT),
+            **env,
+        }
+
+    async def start(self, *args: str, **options: Any) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot",
+            *args,
+            cwd=self.cwd,
+            env=self.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            **options,
+        )
+
+    async def run(self, *args: str, **options: Any) -> tuple[int, str, str]:
+        process = await self.start(*args, **options)
+        out, err = await process.communicate()
+        assert process.returncode is not None
+        return process.returncode, out.decode(), err.decode()
+
+
+async def wait_for_line(stream: asyncio.StreamReader, text: str) -> None:
+    while True:
+        line = await stream.readline()
+        assert line, f"the process ended before printing {text!r}"
+        if text in line.decode():
+            return
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 10.0) -> None:
+    """Wait until a check holds: a condition polled, for state with no change feed to wait on
+    (another process's database), never an assumption about how long something takes."""
+    async with asyncio.timeout(within_s):
+        while not await check():  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
