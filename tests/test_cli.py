@@ -168,3 +168,45 @@ async def test_serve_runs_slack_and_discord_in_one_process_and_stops_on_sigterm(
 
     assert process.returncode == 0, err.decode()
     assert "serving slack, discord" in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--deadline", "999999"], {}, "deadline_s"),
+        (["--max-turns", "0"], {}, "max_turns"),
+        ([], {"RESEARCH_BOT_PRICES": "{not json"}, "not valid JSON"),
+    ],
+)
+async def test_command_line_values_are_checked_like_settings(
+    cli: Cli, anthropic_api: FakeAnthropic, args: list[str], env: dict[str, str], named: str
+) -> None:
+    cli.env |= env
+    code, _, err = await cli.run("research", "Acme", *args)
+    assert code == 2 and named in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and anthropic_api.requests == []
+
+
+async def test_control_characters_never_reach_the_store_or_the_screen(
+    cli: Cli, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(reply_text(REPORT))
+    code, _, err = await cli.run("research", "Acme\x1b]0;pwned\x07 \x1b[2JRobotics\u202e")
+    assert code == 0, err
+    code, out, _ = await cli.run("history")
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    code, out, _ = await cli.run("history", "--json")
+    assert json.loads(out)[0]["topic"] == "Acme]0;pwned [2JRobotics"
+
+
+async def test_a_model_without_a_price_says_cost_unknown(
+    cli: Cli, anthropic_api: FakeAnthropic
+) -> None:
+    cli.env["RESEARCH_BOT_MODEL"] = "claude-unpriced-1"
+    anthropic_api.script(reply_text(REPORT))
+    code, _, err = await cli.run("research", "Acme")
+    assert code == 0 and "no price is known for claude-unpriced-1" in err
+    code, out, _ = await cli.run("history")
+    assert "cost unknown" in out and "$0.00" not in out
+    code, out, _ = await cli.run("history", "--json")
+    assert json.loads(out)[0]["cost_usd"] is None
