@@ -14,7 +14,7 @@ from bot.agent.compress import Compressor
 from bot.agent.fetch import PageFetcher
 from bot.agent.loop import Researcher
 from bot.agent.models import AnthropicModel
-from bot.agent.search import build_search
+from bot.agent.search import SearchProvider, build_search
 from bot.agent.tools import research_tools
 from bot.config import Settings
 from bot.errors import ConfigError
@@ -42,12 +42,17 @@ def limits(settings: Settings) -> Limits:
         synthesis_timeout_s=settings.synthesis_timeout_s,
         model_timeout_s=settings.model_timeout_s,
         max_output_tokens=settings.max_output_tokens,
+        context_window_tokens=settings.context_window_tokens,
     )
 
 
 @asynccontextmanager
-async def open_services(settings: Settings) -> AsyncIterator[Services]:
-    """Everything a run needs. On exit, runs still going are stopped and left for recovery."""
+async def open_services(
+    settings: Settings, *, search: SearchProvider | None = None
+) -> AsyncIterator[Services]:
+    """Everything a run needs. On exit, runs still going are stopped and left for recovery.
+
+    `search` replaces the configured search chain (a test or benchmark's own provider)."""
     if settings.anthropic_api_key is None:
         raise ConfigError(KEY_HELP)
     for unpriced in settings.unpriced_models():
@@ -68,7 +73,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         fetcher = await stack.enter_async_context(
             PageFetcher(allow_hosts=settings.fetch_allow_hosts)
         )
-        search = await stack.enter_async_context(build_search(settings))
+        if search is None:
+            search = await stack.enter_async_context(build_search(settings))
         model = AnthropicModel(client, model=settings.model, prices=settings.prices)
         compressor = Compressor(
             model,

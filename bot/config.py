@@ -109,6 +109,11 @@ class Settings(BaseSettings):
     discord_token: SecretStr | None = Field(default=None, alias="DISCORD_TOKEN")
     discord_api_url: str | None = Field(default=None, alias="DISCORD_API_URL")
 
+    context_window_tokens: int = Field(
+        default=200_000, ge=1_000, alias="RESEARCH_BOT_CONTEXT_WINDOW_TOKENS"
+    )
+    """The research model's context window: past 75% of it, older tool results are compacted."""
+
     @field_validator(
         "anthropic_api_key",
         "anthropic_base_url",

@@ -66,7 +66,7 @@ async def test_a_run_stopped_by_shutdown_is_recovered_from_its_evidence(
     assert stored.status is RunStatus.DONE and stored.turns == 3
 
 
-async def test_recovery_without_evidence_says_to_start_again(
+async def test_a_run_interrupted_before_it_found_anything_starts_again_by_itself(
     settings: Settings, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.hold()
@@ -76,13 +76,17 @@ async def test_recovery_without_evidence_says_to_start_again(
 
     async with open_services(settings) as services:
         after = Recorder()
+        anthropic_api.hold().set()
+        anthropic_api.script(reply_text(REPORT))
         await services.runs.recover(lambda run: after)
         await after.finished.wait()
         stored = await services.store.get_run(record.run_id)
 
-    assert after.outcome.ending is Ending.INTERRUPTED_SYNTHESIS_FAILED
-    assert "start it again" in (after.outcome.error or "")
-    assert stored.status is RunStatus.FAILED
+    assert after.outcome.ending is Ending.COMPLETED and after.outcome.report is not None
+    notices = [e.message for e in after.events if e.kind == "notice"]
+    assert notices == ["The bot restarted before this run had found anything: it starts again."]
+    assert "Acme" in str(anthropic_api.requests[-1]["messages"][0]["content"])
+    assert stored.status is RunStatus.DONE
 
 
 def _answer_with(text: str):  # type: ignore[no-untyped-def]

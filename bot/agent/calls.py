@@ -19,6 +19,8 @@ class Limits:
     synthesis_timeout_s: float = 180
     model_timeout_s: float = 120
     max_output_tokens: int = 8_000
+    context_window_tokens: int = 200_000
+    """Older tool results are compacted once a turn's request and reply pass 75% of this."""
 
 
 def model_call(

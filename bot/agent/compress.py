@@ -1,11 +1,16 @@
-"""Keeping tool output small (seed 003): estimate tokens, summarize over a threshold, else truncate."""
+"""Keeping tool output small (seed 003): estimate tokens, summarize over a threshold, else
+truncate; and compacting older tool results when the conversation nears the context window."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from bot.agent.events import Usage
+from bot.agent.events import Notice, Usage
 from bot.agent.models import ModelCall, ModelPort
+from bot.agent.report import Source
+from bot.agent.search import clip
+from bot.agent.state import RunState, fence
 from bot.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -13,6 +18,11 @@ log = logging.getLogger(__name__)
 CHARS_PER_TOKEN = 4
 """A conservative average for English; good enough for a threshold."""
 TRUNCATED = "\n\n[… output truncated: it was too long and could not be summarized …]"
+COMPACTED = "[compacted: shortened to keep the conversation within the model's context window]"
+COMPACT_BODY_CHARS = 400
+COMPACT_AT = 0.75
+"""Share of the context window a turn may fill before older tool results are compacted."""
+COMPACTED_NOTICE = "Compacted older tool results to stay within the model's context window."
 
 SYSTEM = (
     "You condense web content for a research agent. Keep every fact that bears on the research "
@@ -69,3 +79,40 @@ class Compressor:
         if not summary:
             return text[: self._threshold * CHARS_PER_TOKEN] + TRUNCATED, True, reply.usage
         return summary, True, reply.usage
+
+
+def compact_form(heading: str, cited: list[tuple[int, Source]], body: str) -> str:
+    """What a tool result shrinks to when compacted: our heading, each source with its citation
+    number, and the start of the body, still fenced, then a visible marker."""
+    lines = [f"[{n}] {s.title or s.url} <{s.url}>" for n, s in cited if f"[{n}]" not in heading]
+    if body:
+        lines.append(clip(body, COMPACT_BODY_CHARS))
+    return "\n".join([heading, fence("\n".join(lines)), COMPACTED])
+
+
+def compact_if_full(run: RunState, window_tokens: int) -> None:
+    """Before the next request: compact when the last turn filled most of the window."""
+    if run.context_tokens > window_tokens * COMPACT_AT and compact(run.messages, run.compact_forms):
+        run.emit(Notice(message=COMPACTED_NOTICE))
+
+
+def compact(messages: list[dict[str, Any]], forms: dict[str, str]) -> int:
+    """Replace the tool results of every turn but the latest by their compact forms (taken out
+    of `forms`, so nothing is compacted twice). The tool_use ids stay: pairs stay valid.
+    Returns how many results were compacted."""
+    turns = [m for m in messages if m["role"] == "user" and _tool_results(m)]
+    compacted = 0
+    for message in turns[:-1]:
+        for block in _tool_results(message):
+            form = forms.pop(block["tool_use_id"], None)
+            if form is not None:
+                block["content"] = form
+                compacted += 1
+    return compacted
+
+
+def _tool_results(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    if isinstance(content, str):
+        return []
+    return [b for b in content if b.get("type") == "tool_result"]

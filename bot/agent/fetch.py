@@ -8,7 +8,6 @@ import ssl
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from types import TracebackType
 
 import httpx
@@ -27,6 +26,12 @@ MAX_TITLE_CHARS = 300
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _TEXT_TYPES = _HTML_TYPES | {"text/plain", "text/markdown", "application/json"}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_HEADERS = {
+    "User-Agent": USER_AGENT,
+    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
+    # Only encodings we can inflate with a bound (see _Inflater).
+    "Accept-Encoding": "gzip, deflate",
+}
 
 
 class FetchLimits(BaseModel):
@@ -88,26 +93,18 @@ class PageFetcher:
         # and no custom network backend is needed. Keep-alive is off because the pool keys
         # connections by IP: a TLS connection verified for one name must not serve another.
         # For the same reason the transport is built here, never passed in.
-        transport = httpx.AsyncHTTPTransport(
+        # Requests go to the transport itself, not through an AsyncClient: we follow redirects,
+        # and a client turns each Location into its next request first (even when it will not
+        # follow it), raising InvalidURL or IDNAError on hostile ones (`jar:http://x!/`,
+        # `http:127.0.0.1/`) that we only need to refuse. Nor does it bring cookies or proxies.
+        self._transport = httpx.AsyncHTTPTransport(
             verify=True if verify is None else verify,
             trust_env=False,
             limits=httpx.Limits(max_keepalive_connections=0),
         )
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            trust_env=False,  # no proxy from the environment: it would connect elsewhere
-            follow_redirects=False,
-            timeout=httpx.Timeout(
-                self.limits.read_timeout_s, connect=self.limits.connect_timeout_s
-            ),
-            cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
-            headers={
-                "User-Agent": USER_AGENT,
-                "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
-                # Only encodings we can inflate with a bound (see _Inflater).
-                "Accept-Encoding": "gzip, deflate",
-            },
-        )
+        self._timeouts = httpx.Timeout(
+            self.limits.read_timeout_s, connect=self.limits.connect_timeout_s
+        ).as_dict()
 
     async def __aenter__(self) -> PageFetcher:
         return self
@@ -121,7 +118,7 @@ class PageFetcher:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._transport.aclose()
 
     async def fetch(self, url: str) -> Page:
         """The main text of `url`; FetchRefused or ToolError (readable by the model) on failure."""
@@ -148,19 +145,26 @@ class PageFetcher:
 
     async def _get(self, target: Target) -> _Body | httpx.URL:
         """The body, or the URL a redirect points to."""
-        extensions = {"sni_hostname": target.host} if target.url.scheme == "https" else {}
+        extensions: dict[str, object] = {"timeout": self._timeouts}
+        if target.url.scheme == "https":
+            extensions["sni_hostname"] = target.host
+        request = httpx.Request(
+            "GET",
+            target.pinned_url(),
+            headers={**_HEADERS, "Host": target.host_header},
+            extensions=extensions,
+        )
         try:
-            async with self._client.stream(
-                "GET",
-                target.pinned_url(),
-                headers={"Host": target.host_header},
-                extensions=extensions,
-            ) as response:
+            response = await self._transport.handle_async_request(request)
+            try:
                 return await self._read(target.url, response)
+            finally:
+                await response.aclose()
         except httpx.TimeoutException as exc:
             raise ToolError(f"timed out: {target.url} did not answer in time") from exc
-        except httpx.TransportError as exc:
-            detail = f"{exc.__class__.__name__}: {exc}"[:300]
+        except httpx.TransportError as exc:  # refused, reset, or not speaking HTTP/1.1
+            reason = str(exc) or "the connection was closed or reset"
+            detail = f"{exc.__class__.__name__}: {reason}"[:300]
             raise ToolError(f"could not fetch {target.url}: {detail}") from exc
 
     async def _read(self, url: httpx.URL, response: httpx.Response) -> _Body | httpx.URL:
@@ -168,7 +172,8 @@ class PageFetcher:
         if status in _REDIRECTS and "location" in response.headers:
             try:
                 return url.join(response.headers["location"])
-            except httpx.InvalidURL as exc:
+            except (httpx.InvalidURL, ValueError) as exc:
+                # A bad port, IPv6 literal or IDNA label (UnicodeError is a ValueError).
                 raise FetchRefused(f"refused: {url} redirects to an invalid URL") from exc
         if not 200 <= status < 300:
             raise ToolError(f"HTTP {status} {response.reason_phrase} from {url}")
@@ -266,12 +271,19 @@ def _to_page(body: _Body, max_chars: int) -> Page:
             text[:max_chars]
             + f"\n\n[… text cut here: the page is longer than {max_chars:,} characters]"
         )
-    title = title.strip()[:MAX_TITLE_CHARS] or body.url.host
+    # raw_host: `host` would decode IDNA, and raise on a bogus `xn--` label.
+    title = title.strip()[:MAX_TITLE_CHARS] or body.url.raw_host.decode("ascii")
     return Page(url=str(body.url), title=title, text=text, truncated=truncated)
 
 
 def _decode(data: bytes, charset: str | None) -> str:
+    """Text in any charset the server names; utf-8 when it names nothing we can use."""
     try:
-        return data.decode(charset or "utf-8", "replace")
-    except LookupError:  # the server named an unknown codec, or one that is not for text
-        return data.decode("utf-8", "replace")
+        text = data.decode(charset or "utf-8", "replace")
+    except (LookupError, ValueError):
+        # An unknown codec, one that is not for text ("zlib"), or one that rejects "replace"
+        # ("idna", "undefined"); a charset with a NUL in it is a ValueError too.
+        text = data.decode("utf-8", "replace")
+    # utf-7 and unicode_escape can yield lone surrogates, which no utf-8 encoder (SQLite,
+    # the JSON of the next model request) accepts: make them "?".
+    return text.encode("utf-8", "replace").decode("utf-8")

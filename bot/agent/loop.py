@@ -2,22 +2,25 @@
 
 A run is the message list plus counters (`RunState`). Work happens in one task that emits
 events into a queue; `research()` hands them on as they come, so a notice can be emitted
-while a model call is still in flight. Endings are `Stop` exceptions carrying their reason.
+while a model call is still in flight. Endings are `Stop` exceptions carrying their reason;
+whatever else fails inside a run becomes the `error` ending, written up from its evidence.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from bot.agent.calls import Limits, model_call
-from bot.agent.compress import Compressor
+from bot.agent.compress import Compressor, compact_form, compact_if_full
 from bot.agent.control import Control
 from bot.agent.events import (
     Event,
     ModelText,
+    Notice,
     RunStarted,
     ToolCalled,
     ToolFinished,
@@ -30,7 +33,12 @@ from bot.agent.state import RunState, Stop, fence, guarded
 from bot.agent.tools import Toolbox, ToolContext
 from bot.agent.writeup import WriteUp
 from bot.domain import Request
-from bot.errors import ModelError
+from bot.errors import ContextOverflow, ModelError
+
+log = logging.getLogger(__name__)
+
+
+STARTED_AGAIN = "The bot restarted before this run had found anything: it starts again."
 
 
 class Researcher:
@@ -47,12 +55,27 @@ class Researcher:
         self._writeup = WriteUp(model, limits=limits, tools=self._tools)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
-        return _drain(lambda emit: self._work(request, control, emit))
+        return _drain(lambda emit: self._work(run_id, request, control, emit))
 
-    def recover(self, run_id: str, request: Request, history: list[Event]) -> AsyncIterator[Event]:
+    def recover(
+        self,
+        run_id: str,
+        request: Request,
+        history: list[Event],
+        control: Control,
+        *,
+        why: str = "interrupted",
+    ) -> AsyncIterator[Event]:
+        """Finish a run from its stored events: `interrupted` (the process stopped) or `error`
+        (its task failed). Cancel is honoured; summarize changes nothing (it is writing up)."""
+
         def work(emit: Callable[[Event], None]) -> Coroutine[Any, Any, None]:
-            run = RunState.from_history(request, history, emit, self._deadline())
-            return self._writeup.recover(run, Control())
+            run = RunState.from_history(request, history, emit, self._deadline(), run_id)
+            if why == "interrupted" and run.prior_report is None and not run.evidence:
+                # Nothing was lost but the request, which is stored: start it again ourselves.
+                emit(Notice(message=STARTED_AGAIN))
+                return self._work(run_id, request, control, emit)
+            return self._writeup.recover(run, control, why)
 
         return _drain(work)
 
@@ -60,7 +83,7 @@ class Researcher:
         return time.monotonic() + self._limits.deadline_s
 
     async def _work(
-        self, request: Request, control: Control, emit: Callable[[Event], None]
+        self, run_id: str, request: Request, control: Control, emit: Callable[[Event], None]
     ) -> None:
         run = RunState.start(
             request,
@@ -68,17 +91,23 @@ class Researcher:
             self._deadline(),
             system=system_prompt(request.mode),
             task=task(request.mode, request.topic),
+            run_id=run_id,
         )
         emit(RunStarted(topic=request.topic, mode=request.mode.value))
         try:
             text = await self._turns(run, control)
         except Stop as stop:
             await self._writeup.end(run, control, stop)
+        except Exception:
+            # The engine's one owner of what nobody expected (a bug, an escaped transport error).
+            log.exception("run %s: research failed unexpectedly", run_id)
+            await self._writeup.end(run, control, Stop("error", _unexpected(run_id)))
         else:
             self._writeup.completed(run, text)
 
     async def _turns(self, run: RunState, control: Control) -> str:
         while run.turn < self._limits.max_turns:
+            compact_if_full(run, self._limits.context_window_tokens)
             run.turn += 1
             run.emit(TurnStarted(turn=run.turn))
             reply = await self._ask(run, control, model_call(run, self._tools, self._limits))
@@ -114,32 +143,47 @@ class Researcher:
             reply = await guarded(
                 run, control, self._model.complete(call), until=run.deadline, allow_summarize=True
             )
+        except ContextOverflow as error:
+            raise Stop("context") from error
         except ModelError as error:
-            raise Stop("llm_error", str(error)) from error
+            # With evidence, the write-up may still work (a 529 now may pass a moment later).
+            raise Stop("error" if run.has_evidence else "llm_error", str(error)) from error
         run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
+        used = reply.usage
+        # The whole request (cached or not) plus the reply: what the next turn starts from.
+        run.context_tokens = (
+            used.input_tokens
+            + used.cache_read_tokens
+            + used.cache_write_tokens
+            + used.output_tokens
+        )
         return reply
 
     async def _run_tools(self, run: RunState, control: Control, uses: list[ToolUse]) -> None:
         for use in uses:
             run.emit(ToolCalled(turn=run.turn, call_id=use.id, name=use.name, input=use.input))
-        tasks = [asyncio.ensure_future(self._one_tool(run, use)) for use in uses]
+        results: dict[str, dict[str, Any]] = {}
+
+        async def all_tools() -> None:
+            # A TaskGroup: when the turn is interrupted, no tool is left running behind it.
+            async with asyncio.TaskGroup() as group:
+                for use in uses:
+                    group.create_task(self._one_tool(run, use, results))
+
         try:
-            await guarded(
-                run, control, asyncio.gather(*tasks), until=run.deadline, allow_summarize=True
-            )
+            await guarded(run, control, all_tools(), until=run.deadline, allow_summarize=True)
         finally:
             # Whatever ended the turn, every tool_use gets its tool_result: finished tools keep
             # theirs, the rest say they were stopped, so synthesis sees a valid conversation.
-            blocks = [
-                t.result()
-                if t.done() and not t.cancelled() and t.exception() is None
-                else _stopped(use)
-                for t, use in zip(tasks, uses, strict=True)
-            ]
+            blocks = [results.get(use.id) or _stopped(use) for use in uses]
             run.messages.append({"role": "user", "content": blocks})
 
-    async def _one_tool(self, run: RunState, use: ToolUse) -> dict[str, Any]:
-        result = await self._toolbox.call(ToolContext(run.registry), use.name, use.input)
+    async def _one_tool(
+        self, run: RunState, use: ToolUse, results: dict[str, dict[str, Any]]
+    ) -> None:
+        result = await self._toolbox.call(
+            ToolContext(run.registry, run.run_id), use.name, use.input
+        )
         out, compressed = result.output, False
         body = out.body
         if body and not result.is_error:
@@ -150,6 +194,9 @@ class Researcher:
                 run.record(UsageRecorded(turn=run.turn, model=self._compressor.model, usage=usage))
         content = out.heading + (f"\n{fence(body)}" if body else "")
         numbers = [run.registry.number(s.url) or 0 for s in out.sources]
+        cited = list(zip(numbers, out.sources, strict=True))
+        if body and len(short := compact_form(out.heading, cited, body)) < len(content):
+            run.compact_forms[use.id] = short
         run.record(
             ToolFinished(
                 turn=run.turn,
@@ -163,7 +210,7 @@ class Researcher:
                 duration_s=result.duration_s,
             )
         )
-        return {
+        results[use.id] = {
             "type": "tool_result",
             "tool_use_id": use.id,
             "content": content,
@@ -178,6 +225,10 @@ def _stopped(use: ToolUse) -> dict[str, Any]:
         "is_error": True,
         "content": f"{use.name} was stopped before it finished.",
     }
+
+
+def _unexpected(run_id: str) -> str:
+    return f"Something went wrong inside the bot (logged with run id {run_id})."
 
 
 async def _drain(

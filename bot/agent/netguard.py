@@ -41,8 +41,9 @@ CVE-2024-4032, and even fixed versions call 100.64.0.0/10 neither private nor gl
     any other IPv6      outside global unicast 2000::/3, so reserved
 
 Host names are refused before any lookup when they are `localhost` (or under it), carry a
-zone id or percent-escapes, or spell an IPv4 address in any form but the dotted quad
-(`2130706433`, `0x7f.1`, `017700000001`, `127.1`): those spellings exist to slip past checks.
+zone id or percent-escapes, are longer than DNS allows (253 characters, 63 a label), or spell
+an IPv4 address in any form but the dotted quad (`2130706433`, `0x7f.1`, `017700000001`,
+`127.1`): those spellings exist to slip past checks.
 
 Allow-list entries (`Settings.fetch_allow_hosts`) are `host`, `host:port`, `[v6]` or
 `[v6]:port`. A listed host or address skips the address tables. An entry with a port allows
@@ -290,6 +291,9 @@ def _check_host(host: str) -> tuple[str, IPAddress | None]:
         return host, ip
     if not _HOSTNAME.fullmatch(host):
         raise FetchRefused(f"refused: host {host!r} has characters a host name cannot have")
+    if len(host) > 253 or any(len(label) > 63 for label in host.split(".")):
+        # Also what getaddrinfo's idna codec would raise UnicodeError on.
+        raise FetchRefused("refused: the host name is longer than DNS allows")
     if host == "localhost" or host.endswith(".localhost"):
         raise FetchRefused(f"refused: {host} is the local machine")
     return host, None

@@ -77,6 +77,7 @@ SYNTHESIZE_NOW = {
     "forced": "The person who asked wants the report now.",
     "context": "The conversation is too long to continue.",
     "interrupted": "The research was interrupted.",
+    "error": "The research was stopped by a technical failure.",
 }
 
 

@@ -182,6 +182,9 @@ def evidence_report(topic: str, mode: str, registry: SourceRegistry, why: str) -
 
 def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     """The Markdown file a person downloads."""
+    # Imported here: bot.agent.events imports this module for Report and Source.
+    from bot.agent.events import format_cost
+
     out = [
         f"# {report.title}",
         "",
@@ -207,7 +210,7 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
         f"Run `{run.run_id}` · {run.turns} turns · ending: {ending} · "
         f"tokens in {run.input_tokens:,} / out {run.output_tokens:,} / "
         f"cache read {run.cache_read_tokens:,} / cache write {run.cache_write_tokens:,} · "
-        f"cost ${run.cost_usd:.4f}",
+        f"{format_cost(run.cost_usd, 4)}",
         "",
     ]
     return "\n".join(out)

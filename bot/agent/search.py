@@ -112,7 +112,10 @@ def clip(text: str, limit: int) -> str:
 
 def normalize_url(url: str) -> str:
     """The URL as a de-duplication key: no fragment or trailing slash, lower-case host."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # `http://[::1/`, a netloc NFKC makes unsafe: a key all the same
+        return url.strip()
     return urlunsplit(
         (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
     )
@@ -165,8 +168,13 @@ class TavilySearch:
                 max_results=max(1, min(max_results, TAVILY_MAX_RESULTS)),
                 timeout=self._timeout_s,
             )
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise SearchProviderError("the answer was not JSON") from exc
+        except (AttributeError, TypeError) as exc:
+            # tavily-python 0.8.5 calls `.get` on the decoded answer (AttributeError when it
+            # is not a JSON object) and `raise`s what raise_for_status() returns (TypeError
+            # on a 2xx other than 200).
+            raise SearchProviderError("the answer had an unexpected shape") from exc
         try:
             answer = _TavilyAnswer.model_validate(raw)
         except ValidationError as exc:

@@ -58,6 +58,16 @@ class RunState:
     evidence: list[str] = field(default_factory=list)
     """What the tools returned (not errors): material for a write-up from evidence."""
     prior_report: Report | None = None
+    context_tokens: int = 0
+    """The last turn's request and reply, in tokens, as the API counted them."""
+    compact_forms: dict[str, str] = field(default_factory=dict)
+    """By tool_use id: what each tool result shrinks to if the context fills up."""
+    run_id: str = ""
+
+    @property
+    def has_evidence(self) -> bool:
+        """Something was retrieved that a report can cite."""
+        return bool(self.registry.sources)
 
     @classmethod
     def start(
@@ -68,8 +78,10 @@ class RunState:
         *,
         system: str,
         task: str,
+        run_id: str = "",
     ) -> RunState:
         return cls(
+            run_id=run_id,
             request=request,
             emit=emit,
             deadline=deadline,
@@ -80,10 +92,16 @@ class RunState:
 
     @classmethod
     def from_history(
-        cls, request: Request, history: list[Event], emit: Callable[[Event], None], deadline: float
+        cls,
+        request: Request,
+        history: list[Event],
+        emit: Callable[[Event], None],
+        deadline: float,
+        run_id: str = "",
     ) -> RunState:
         """Rebuild what a run had gathered from its stored events (restart recovery)."""
         run = cls(
+            run_id=run_id,
             request=request,
             emit=emit,
             deadline=deadline,

@@ -1,12 +1,15 @@
 """Tool registry: typed async tools with a pydantic input model, a generated schema and a timeout.
 
 Tool failures are data: an expected failure (ToolError, a timeout, input that does not
-validate) comes back as an error result the model can read. Bugs still raise.
+validate) comes back as an error result the model can read. A tool that fails in a way
+nobody expected is logged with its traceback and also becomes an error result, so one
+broken source never stops a run or the tools called beside it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -20,6 +23,7 @@ from bot.agent.search import SearchProvider
 from bot.errors import ToolError
 
 Args = TypeVar("Args", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 
 class ToolOutput(BaseModel):
@@ -32,9 +36,10 @@ class ToolOutput(BaseModel):
 
 @dataclass
 class ToolContext:
-    """What tools may touch: the run's numbered sources."""
+    """What tools may touch: the run's numbered sources (and its id, for the logs)."""
 
     registry: SourceRegistry
+    run_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,11 @@ class Toolbox:
             return ToolOutput(heading=f"{name} timed out after {tool.timeout_s:.0f}s."), True
         except ToolError as error:
             return ToolOutput(heading=f"{name} failed: {error}"), True
+        except Exception:
+            log.exception(
+                "run %s: tool %s failed unexpectedly (input %r)", ctx.run_id, name, raw_input
+            )
+            return ToolOutput(heading=f"{name} failed unexpectedly; try another source."), True
 
 
 class SearchArgs(BaseModel):

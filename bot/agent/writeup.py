@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bot.agent.calls import Limits, model_call
+from bot.agent.compress import compact_if_full
 from bot.agent.events import (
     Ending,
     ReportReady,
@@ -37,7 +38,18 @@ ENDINGS = {
     "forced": (Ending.FORCED_SYNTHESIZED, Ending.FORCED_SYNTHESIS_FAILED),
     "context": (Ending.CONTEXT_FULL_SYNTHESIZED, Ending.CONTEXT_FULL_SYNTHESIS_FAILED),
     "interrupted": (Ending.INTERRUPTED_SYNTHESIZED, Ending.INTERRUPTED_SYNTHESIS_FAILED),
+    "error": (Ending.ERROR_SYNTHESIZED, Ending.ERROR_SYNTHESIS_FAILED),
 }
+FRESH = {"context", "interrupted", "error"}
+"""Endings whose write-up starts a fresh conversation from the evidence: the old one is full,
+lost, or was left in an unknown state by a failure."""
+NOTHING_FOUND = {
+    "interrupted": "The bot restarted before this run found anything: please start it again.",
+    "error": (
+        "Something went wrong inside the bot before anything was found; start the research again."
+    ),
+}
+WRITTEN_FROM_EVIDENCE = "The report was written from what had been found before that."
 NOT_SYNTHESIZED = {
     "cancelled": Ending.CANCELLED,
     "refused": Ending.REFUSED,
@@ -62,34 +74,32 @@ class WriteUp:
         _finish(run, Ending.COMPLETED)
 
     async def end(self, run: RunState, control: Control, stop: Stop) -> None:
-        if stop.why in ENDINGS:
-            await self._synthesize(run, control, stop.why)
-            return
-        ending = NOT_SYNTHESIZED[stop.why]
-        if run.registry.sources:
-            why = stop.message or "The run was cancelled."
-            self._deliver(
-                run,
-                evidence_report(run.request.topic, run.request.mode.value, run.registry, why),
-                synthesis=False,
-                evidence=True,
-            )
-        _finish(run, ending, stop.message)
+        if stop.why == "error" and not run.has_evidence:
+            message = f"{stop.message or ''} Nothing had been found yet: start the research again."
+            _finish(run, Ending.ERROR_SYNTHESIS_FAILED, message.strip())
+        elif stop.why in ENDINGS:
+            await self._synthesize(run, control, stop.why, stop.message)
+        else:
+            if run.has_evidence:
+                why = stop.message or "The run was cancelled."
+                self._deliver(run, self._from_evidence(run, why), synthesis=False, evidence=True)
+            _finish(run, NOT_SYNTHESIZED[stop.why], stop.message)
 
-    async def recover(self, run: RunState, control: Control) -> None:
+    async def recover(self, run: RunState, control: Control, why: str = "interrupted") -> None:
+        """Finish from stored events: `why` is "interrupted" or "error"."""
         if run.prior_report is not None:
             self._deliver(run, run.prior_report, synthesis=True)
-            _finish(run, Ending.INTERRUPTED_SYNTHESIZED)
+            _finish(run, ENDINGS[why][0])
         elif not run.evidence:
-            _finish(
-                run,
-                Ending.INTERRUPTED_SYNTHESIS_FAILED,
-                "The bot restarted before this run found anything: please start it again.",
-            )
+            _finish(run, ENDINGS[why][1], NOTHING_FOUND[why])
         else:
-            await self._synthesize(run, control, "interrupted")
+            await self._synthesize(run, control, why)
 
-    async def _synthesize(self, run: RunState, control: Control, why: str) -> None:
+    async def _synthesize(
+        self, run: RunState, control: Control, why: str, cause: str | None = None
+    ) -> None:
+        """One model call without tools; on failure, the report from the evidence alone.
+        `cause`: what went wrong first, for a person (the `error` ending)."""
         done, failed = ENDINGS[why]
         run.turn += 1
         run.emit(SynthesisStarted(turn=run.turn, reason=why))
@@ -105,21 +115,16 @@ class WriteUp:
                 raise ModelError("The model returned an empty report.")
         except (ModelError, Stop) as error:
             cancelled = isinstance(error, Stop) and error.why == "cancelled"
-            message = _failure(error)
-            self._deliver(
-                run,
-                evidence_report(run.request.topic, run.request.mode.value, run.registry, message),
-                synthesis=True,
-                evidence=True,
-            )
+            message = _joined(cause, _failure(error))
+            self._deliver(run, self._from_evidence(run, message), synthesis=True, evidence=True)
             _finish(run, Ending.CANCELLED if cancelled else failed, message)
             return
         self._deliver(run, self._parse(run, reply.text), synthesis=True)
-        _finish(run, done)
+        _finish(run, done, _joined(cause, WRITTEN_FROM_EVIDENCE) if cause else None)
 
     def _synthesis_call(self, run: RunState, why: str, until: float) -> ModelCall:
-        if why in ("context", "interrupted"):
-            # A full or lost conversation: write up in a fresh one from the gathered evidence.
+        if why in FRESH:
+            # A full, lost or suspect conversation: write up in a fresh one from the evidence.
             evidence = "\n\n".join(run.evidence)[:MAX_EVIDENCE_CHARS]
             run.messages = [
                 {
@@ -128,6 +133,7 @@ class WriteUp:
                 }
             ]
         else:
+            compact_if_full(run, self._limits.context_window_tokens)
             _say(run, synthesis_instruction(why))
         return model_call(run, self._tools, self._limits, tool_choice=NO_TOOLS, until=until)
 
@@ -135,6 +141,9 @@ class WriteUp:
         return parse_report(
             text, run.registry, topic=run.request.topic, mode=run.request.mode.value
         )
+
+    def _from_evidence(self, run: RunState, why: str) -> Report:
+        return evidence_report(run.request.topic, run.request.mode.value, run.registry, why)
 
     def _deliver(
         self, run: RunState, report: Report, *, synthesis: bool, evidence: bool = False
@@ -163,6 +172,10 @@ def _failure(error: ModelError | Stop) -> str:
             return "The run was cancelled while writing the report."
         return "Writing the report took too long."
     return f"Writing the report failed: {error}"
+
+
+def _joined(*parts: str | None) -> str:
+    return " ".join(p for p in parts if p)
 
 
 def _finish(run: RunState, ending: Ending, error: str | None = None) -> None:

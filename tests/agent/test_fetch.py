@@ -112,6 +112,78 @@ async def test_every_redirect_is_checked_again(
     assert [r.path for r in web.requests] == ["/go"]
 
 
+@pytest.mark.parametrize(
+    ("location", "scheme"),
+    [("jar:http://127.0.0.1!/", "jar:"), ("localhost:+11211aaa", "localhost:")],
+)
+async def test_a_redirect_with_a_scheme_but_no_host_is_refused(
+    web: FakeWeb, fetcher: PageFetcher, location: str, scheme: str
+) -> None:
+    web.redirect("/go", location)
+
+    with pytest.raises(FetchRefused, match=f"only http and https URLs are read, not {scheme}"):
+        await fetcher.fetch(web.url + "/go")
+
+    assert [r.path for r in web.requests] == ["/go"]
+
+
+async def test_a_same_scheme_redirect_without_a_host_stays_on_the_host(
+    web: FakeWeb, fetcher: PageFetcher
+) -> None:
+    """`http:127.0.0.1/` is a relative reference, as browsers read it: a path on this host."""
+    web.redirect("/go", "http:127.0.0.1/")
+
+    with pytest.raises(ToolError, match="HTTP 404"):
+        await fetcher.fetch(web.url + "/go")
+
+    assert [r.path for r in web.requests] == ["/go", "/127.0.0.1/"]
+
+
+@pytest.mark.parametrize(
+    "location",
+    [b"http://[::1", "http://\u2121/".encode(), b"http://127.0.0.1:8x/", b"http://a\x01b/"],
+    ids=["open-ipv6", "not-idna", "bad-port", "control-character"],
+)
+async def test_a_location_that_is_not_a_url_is_refused(
+    web: FakeWeb, fetcher: PageFetcher, location: bytes
+) -> None:
+    url = web.raw("/go", b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\n\r\n")
+
+    with pytest.raises(FetchRefused, match=r"/go redirects to an invalid URL"):
+        await fetcher.fetch(url)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nno colon in this header\r\n\r\n",
+        b"HTTP/1.1 2OO OK\r\n\r\n",
+        b"<html>no status line, no headers</html>",
+        b"",
+    ],
+    ids=["bad-header-line", "bad-status-line", "http-0.9", "nothing"],
+)
+async def test_an_answer_that_breaks_http_is_a_tool_error(
+    web: FakeWeb, fetcher: PageFetcher, answer: bytes
+) -> None:
+    url = web.raw("/broken", answer)
+
+    with pytest.raises(ToolError, match=r"could not fetch .*/broken: RemoteProtocolError: \w"):
+        await fetcher.fetch(url)
+
+
+@pytest.mark.parametrize("reset", [True, False], ids=["reset", "closed"])
+async def test_a_connection_cut_mid_body_is_a_tool_error(
+    web: FakeWeb, fetcher: PageFetcher, reset: bool
+) -> None:
+    url = web.cut("/cut", ARTICLE_HTML.encode() * 20, after=2000, reset=reset)
+
+    with pytest.raises(
+        ToolError, match=r"could not fetch .*/cut: (ReadError|RemoteProtocolError): \w"
+    ):
+        await fetcher.fetch(url)
+
+
 async def test_five_redirects_are_followed_and_six_are_refused(
     web: FakeWeb, fetcher: PageFetcher
 ) -> None:
@@ -244,7 +316,13 @@ async def test_a_closed_port_is_a_tool_error() -> None:
 
 @pytest.mark.parametrize(
     "content_type",
-    ["text/plain; charset=rot13", "text/plain; charset=zlib", "text/plain; charset=nope"],
+    [
+        "text/plain; charset=rot13",
+        "text/plain; charset=zlib",
+        "text/plain; charset=nope",
+        "text/plain; charset=idna",  # refuses the "replace" error handler
+        "text/plain; charset=undefined",  # refuses everything
+    ],
 )
 async def test_a_charset_that_is_not_a_text_codec_falls_back_to_utf8(
     web: FakeWeb, fetcher: PageFetcher, content_type: str
@@ -254,6 +332,34 @@ async def test_a_charset_that_is_not_a_text_codec_falls_back_to_utf8(
     page = await fetcher.fetch(url)
 
     assert page.text == "Grüße aus Pittsburgh"
+
+
+@pytest.mark.parametrize(
+    ("charset", "body"),
+    [("utf-7", b"Acme +2AA- Robotics"), ("unicode_escape", b"Acme \\ud800 Robotics")],
+)
+async def test_a_charset_that_makes_lone_surrogates_still_gives_utf8_text(
+    web: FakeWeb, fetcher: PageFetcher, charset: str, body: bytes
+) -> None:
+    url = web.page("/odd.txt", body, content_type=f"text/plain; charset={charset}")
+
+    page = await fetcher.fetch(url)
+
+    assert page.text == "Acme ? Robotics"
+    page.text.encode("utf-8")  # what SQLite and the next model request will do
+
+
+async def test_a_page_on_a_host_whose_idna_label_is_bogus_gets_its_host_as_title(
+    web: FakeWeb,
+) -> None:
+    async def to_localhost(host: str, port: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    port = web.host_port.split(":")[1]
+    async with PageFetcher(allow_hosts=[web.host_port], resolver=to_localhost) as fetcher:
+        page = await fetcher.fetch(f"http://xn--zz.test:{port}{PLAIN_PATH}")
+
+    assert page.title == "xn--zz.test"
 
 
 async def test_long_text_is_cut_with_a_visible_marker(web: FakeWeb, fetcher: PageFetcher) -> None:

@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from bot.agent.events import Ending, ReportReady, RunFinished, ToolFinished
+from anthropic import AsyncAnthropic
+
+from bot.agent.calls import Limits
+from bot.agent.compress import Compressor
+from bot.agent.control import Control
+from bot.agent.events import (
+    Ending,
+    Event,
+    ReportReady,
+    RunFinished,
+    RunStarted,
+    ToolFinished,
+    TurnStarted,
+)
+from bot.agent.loop import Researcher
+from bot.agent.models import AnthropicModel
+from bot.agent.report import Source
+from bot.agent.tools import Toolbox
 from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.domain import Mode, Request, RunStatus
-from tests.conftest import FAST_MODEL, Recorder
+from tests.conftest import FAST_MODEL, TEST_MODEL, Recorder
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
     error,
@@ -19,6 +37,7 @@ from tests.fakes.anthropic_api import (
     reply_tools,
     tool_use,
 )
+from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import ARTICLE_PATH, INJECTION_PATH, FakeWeb
 
 REPORT = """# Acme Robotics
@@ -215,6 +234,27 @@ async def test_summarize_with_nothing_gathered_says_so_and_goes_on(
     assert anthropic_api.cancelled == 0
 
 
+async def test_summarize_during_tools_keeps_finished_results_and_stops_the_rest(
+    world: Services, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> None:
+    tavily.hang_next()
+    article = web.url + ARTICLE_PATH
+    turn = reply_tools([("web_search", {"query": "acme"}), ("read_page", {"url": article})])
+    anthropic_api.script(turn, reply_text("# Acme\n\n## TL;DR\nFrom the page [1]."))
+    recorder = await run(world)
+    await recorder.wait_for("tool_finished")
+
+    world.runs.summarize(recorder.run_id)  # type: ignore[attr-defined]
+    await recorder.finished.wait()
+
+    assert finished(recorder).ending is Ending.FORCED_SYNTHESIZED
+    search, page, instruction = anthropic_api.requests[1]["messages"][-1]["content"]
+    assert [search["tool_use_id"], page["tool_use_id"]] == [b["id"] for b in turn.content]
+    assert search["is_error"] and "stopped before it finished" in search["content"]
+    assert not page["is_error"] and "<web_content>" in page["content"]
+    assert "Do not call any tools" in instruction["text"]
+
+
 async def test_cancel_stops_at_once(world: Services, anthropic_api: FakeAnthropic) -> None:
     anthropic_api.hold()
     recorder = await run(world)
@@ -342,3 +382,93 @@ async def test_contracts_mode_asks_for_a_table(
     request = anthropic_api.requests[0]
     assert "Buyer | Title | Value | Deadline | Link" in request["system"][0]["text"]
     assert "road maintenance, Ireland" in request["messages"][0]["content"][0]["text"]
+
+
+# --- finishing a run from its stored events (restart, or its task failed) ---
+
+HISTORY: list[Event] = [
+    RunStarted(topic="Acme Robotics", mode="company"),
+    TurnStarted(turn=1),
+    ToolFinished(
+        turn=1,
+        call_id="toolu_01a",
+        name="web_search",
+        is_error=False,
+        content="Results for 'acme':\n<web_content>\n[1] Acme home\n</web_content>",
+        sources=[Source(url="https://acme.example/", title="Acme home")],
+        numbers=[1],
+    ),
+]
+
+
+@asynccontextmanager
+async def engine(fake: FakeAnthropic) -> AsyncIterator[Researcher]:
+    """The research engine alone, on the real SDK (recovery needs no tools but their schemas)."""
+    async with AsyncAnthropic(api_key="sk-test", base_url=fake.url, max_retries=0) as client:
+        model = AnthropicModel(client, model=TEST_MODEL, prices={})
+        compressor = Compressor(model, fast_model=FAST_MODEL, threshold_tokens=3_000, timeout_s=5)
+        yield Researcher(model, Toolbox([]), compressor, Limits())
+
+
+async def recovered(
+    researcher: Researcher, history: list[Event], control: Control, why: str
+) -> list[Event]:
+    request = Request(topic="Acme Robotics")
+    return [e async for e in researcher.recover("run1", request, history, control, why=why)]
+
+
+async def test_recovery_after_a_failure_with_nothing_found_says_so_without_a_model_call(
+    anthropic_api: FakeAnthropic,
+) -> None:
+    async with engine(anthropic_api) as researcher:
+        events = await recovered(researcher, HISTORY[:2], Control(), "error")
+
+    last = events[-1]
+    assert isinstance(last, RunFinished) and last.ending is Ending.ERROR_SYNTHESIS_FAILED
+    assert last.error == (
+        "Something went wrong inside the bot before anything was found; start the research again."
+    )
+    assert anthropic_api.requests == []
+
+
+async def test_recovery_after_a_failure_writes_up_the_evidence_as_an_error_ending(
+    anthropic_api: FakeAnthropic,
+) -> None:
+    anthropic_api.script(reply_text("# Acme\n\n## TL;DR\nFrom the evidence [1]."))
+    async with engine(anthropic_api) as researcher:
+        events = await recovered(researcher, HISTORY, Control(), "error")
+
+    assert [e.kind for e in events][-2:] == ["report_ready", "run_finished"]
+    assert isinstance(events[-1], RunFinished)
+    assert events[-1].ending is Ending.ERROR_SYNTHESIZED
+    request = anthropic_api.requests[0]
+    assert request["tool_choice"] == {"type": "none"} and "Acme home" in str(request["messages"])
+
+
+async def test_summarize_during_recovery_is_harmless_and_cancel_stops_it(
+    anthropic_api: FakeAnthropic,
+) -> None:
+    anthropic_api.script(reply_text("# Acme\n\n## TL;DR\nRecovered [1]."))
+    async with engine(anthropic_api) as researcher:
+        gate = anthropic_api.hold()
+        control = Control()
+        running = asyncio.create_task(recovered(researcher, HISTORY, control, "interrupted"))
+        await anthropic_api.wait_for_requests(1)
+        control.summarize()
+        gate.set()
+        summarized = await running
+
+        gate = anthropic_api.hold()
+        control = Control()
+        running = asyncio.create_task(recovered(researcher, HISTORY, control, "interrupted"))
+        await anthropic_api.wait_for_requests(2)
+        control.cancel()
+        await anthropic_api.wait_for_cancelled(1)
+        cancelled = await running
+        gate.set()
+
+    assert isinstance(summarized[-1], RunFinished)
+    assert summarized[-1].ending is Ending.INTERRUPTED_SYNTHESIZED
+    assert isinstance(cancelled[-1], RunFinished) and cancelled[-1].ending is Ending.CANCELLED
+    evidence = next(e for e in cancelled if isinstance(e, ReportReady))
+    assert evidence.from_evidence_only and evidence.report.sources[0].title == "Acme home"

@@ -96,6 +96,9 @@ REFUSED = [
     ("http://example.123/", "not a valid IPv4 address"),
     ("http://0177.0.0.1/", "not a valid URL"),
     ("http://127.0.0.1./", "127.0.0.1 is a loopback address"),
+    ("http://xn--/", "characters a host name cannot have"),
+    (f"http://{'a' * 64}.test/", "longer than DNS allows"),
+    (f"http://{('a' * 60 + '.') * 5}test/", "longer than DNS allows"),  # 309 characters
     ("http://localhost/", "local machine"),
     ("http://LocalHost./", "local machine"),
     ("http://api.localhost/", "local machine"),
@@ -243,6 +246,12 @@ async def test_ipv6_allow_entries_match_any_spelling_of_the_address() -> None:
 def test_a_malformed_allow_entry_is_a_config_error(entry: str) -> None:
     with pytest.raises(ConfigError, match="not host"):
         NetGuard([entry], fake_dns)
+
+
+async def test_a_name_too_long_for_dns_never_reaches_the_system_resolver() -> None:
+    """getaddrinfo's idna codec would raise UnicodeError on a 64-character label."""
+    with pytest.raises(FetchRefused, match="longer than DNS allows"):
+        await NetGuard().check(f"http://{'a' * 64}.example.com/")
 
 
 async def test_the_system_resolver_answers_for_a_literal_without_the_network() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 
 import pytest
@@ -209,3 +210,65 @@ async def test_build_search_puts_tavily_first(tavily: FakeTavily) -> None:
 async def test_build_search_without_key_uses_ddgs_only() -> None:
     async with build_search(Settings.from_mapping({})) as chain:
         assert [p.name for p in chain.providers] == ["ddgs"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "reason"),
+    [
+        ("[]", 200, "unexpected shape"),
+        ("null", 200, "unexpected shape"),
+        ('"results"', 200, "unexpected shape"),
+        ('{"results": null}', 200, "unexpected shape"),
+        ('{"results": [{"url": 7}]}', 200, "unexpected shape"),
+        ("<html>Bad gateway</html>", 200, "not JSON"),
+        (b'{"results": "\xff\xfe"}', 200, "not JSON"),
+        ("", 200, "not JSON"),
+        ('{"results": []}', 201, "unexpected shape"),
+        ("", 204, "unexpected shape"),
+        ("<html>moved</html>", 301, "HTTP 301"),
+        ("<html>Bad gateway</html>", 502, "HTTP 502"),
+    ],
+)
+async def test_an_answer_tavily_should_never_give_falls_through(
+    tavily: FakeTavily, tavily_search: TavilySearch, body: str | bytes, status: int, reason: str
+) -> None:
+    tavily.answer_next(body, status=status)
+    broken_too = ScriptedProvider("ddgs", ddgs_errors.DDGSException("No results found."))
+
+    with pytest.raises(ToolError) as caught:
+        await SearchChain([tavily_search, broken_too]).search("Acme", 5)
+
+    assert str(caught.value).startswith("search failed: tavily: ")
+    assert reason in str(caught.value)
+    assert "ddgs: failed: No results found." in str(caught.value)
+
+
+async def test_a_dropped_or_refused_connection_falls_through(
+    tavily: FakeTavily, tavily_search: TavilySearch
+) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = TavilySearch(KEY, f"http://127.0.0.1:{probe.getsockname()[1]}", timeout_s=5)
+    tavily.drop_next()
+    backup = ScriptedProvider("backup", [BACKUP_HIT])
+    try:
+        for provider in (tavily_search, closed):
+            assert await SearchChain([provider, backup]).search("Acme", 5) == [BACKUP_HIT]
+    finally:
+        await closed.aclose()
+
+    assert [r.status for r in tavily.requests] == [0]
+    assert len(backup.queries) == 2
+
+
+async def test_result_urls_that_do_not_parse_are_kept_not_raised() -> None:
+    hits = [
+        Source(url="http://[::1/", title="broken IPv6"),
+        Source(url="http://a\uff03b/", title="unsafe under NFKC"),
+        Source(url="http://[::1/", title="the same again"),
+        Source(url="https://example.com/a", title="fine"),
+    ]
+
+    sources = await SearchChain([ScriptedProvider("odd", hits)]).search("Acme", 10)
+
+    assert [s.title for s in sources] == ["broken IPv6", "unsafe under NFKC", "fine"]

@@ -15,15 +15,21 @@ function of the request body), whose default answers 500 "fake: no scripted repl
 Simplifications: only `x-api-key` (or a bearer token), `anthropic-version`, the
 required fields and the cache breakpoint limit are validated; the reply is whatever was
 scripted, whatever the request asked (max_tokens, stop_sequences and tool names are
-not enforced); output tokens are estimated from the content; an error reply on a
-streaming request is an HTTP error before the stream starts (no mid-stream `error`
-event). Prompt-cache accounting is simulated, see `anthropic_cache`.
+not enforced); output tokens are estimated from the content. Prompt-cache accounting is
+simulated, see `anthropic_cache`.
+
+Faults, in the real wire format: `error(...)` is an HTTP error before any stream starts
+(429/529 with `retry-after`, 400 `prompt_too_long()`, 401 ...); `dropped(reply, after=n)`
+closes the connection after n SSE events; `stream_error(...)` sends an `event: error`
+after `message_start`; `stalled(reply, after=n, stall_s=...)` goes silent mid-stream;
+`delay_s` holds the whole answer back (a hang past the client's timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import random
 import string
@@ -54,6 +60,18 @@ class Reply:
     stop_sequence: str | None = None
     delay_s: float = 0.0
     output_tokens: int | None = None
+    cut: Cut | None = None
+    """Streamed only: what goes wrong part-way through the stream."""
+
+
+@dataclass
+class Cut:
+    """The stream stops after `after` SSE events: the connection drops, an `error` event is
+    sent (then the stream ends), or the server goes silent for `stall_s` first."""
+
+    after: int
+    error: dict[str, str] | None = None
+    stall_s: float = 0.0
 
 
 @dataclass
@@ -119,6 +137,31 @@ def error(
 ) -> ErrorReply:
     """An error reply, e.g. error(429, "rate_limit_error", "slow down", retry_after=1)."""
     return ErrorReply(status, type, message, retry_after, should_retry, delay_s)
+
+
+def prompt_too_long(tokens: int = 250_000, maximum: int = 200_000) -> ErrorReply:
+    """The real API's answer when the request does not fit the model's context window."""
+    return error(
+        400, "invalid_request_error", f"prompt is too long: {tokens} tokens > {maximum} maximum"
+    )
+
+
+def dropped(scripted: Reply, after: int = 3) -> Reply:
+    """`scripted`, but the connection is closed after `after` SSE events (streaming only)."""
+    return dataclasses.replace(scripted, cut=Cut(after))
+
+
+def stream_error(
+    type: str = "overloaded_error", message: str = "Overloaded", *, after: int = 1
+) -> Reply:
+    """A stream that starts (`message_start`, ...) and then carries an `event: error`."""
+    body = reply_text("never finished")
+    return dataclasses.replace(body, cut=Cut(after, error={"type": type, "message": message}))
+
+
+def stalled(scripted: Reply, after: int = 2, *, stall_s: float = 30.0) -> Reply:
+    """`scripted`, but the server goes silent for `stall_s` after `after` SSE events."""
+    return dataclasses.replace(scripted, cut=Cut(after, stall_s=stall_s))
 
 
 async def no_scripted_reply(body: dict[str, Any]) -> Scripted:
@@ -190,6 +233,25 @@ def sse_events(message: dict[str, Any]) -> Iterator[Event]:
     stop = {"stop_reason": message["stop_reason"], "stop_sequence": message["stop_sequence"]}
     yield "message_delta", {"type": "message_delta", "delta": stop, "usage": delta_usage}
     yield "message_stop", {"type": "message_stop"}
+
+
+def _sse(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+async def _cut_stream(
+    request: web.Request, response: web.StreamResponse, cut: Cut
+) -> web.StreamResponse:
+    if cut.stall_s > 0:
+        await asyncio.sleep(cut.stall_s)
+    if cut.error is not None:
+        await response.write(_sse("error", {"type": "error", "error": cut.error}))
+        await response.write_eof()
+        return response
+    # Mid-body, without the final chunk: the client sees the peer close an incomplete message.
+    if request.transport is not None:
+        request.transport.close()
+    return response
 
 
 class FakeAnthropic:
@@ -320,8 +382,11 @@ class FakeAnthropic:
             }
         )
         await response.prepare(request)
-        for name, data in sse_events(message):
-            await response.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        cut = scripted.cut
+        for sent, (name, data) in enumerate(sse_events(message)):
+            if cut is not None and sent == cut.after:
+                return await _cut_stream(request, response, cut)
+            await response.write(_sse(name, data))
         await response.write_eof()
         return response
 

@@ -5,6 +5,8 @@
         tavily.results_for["acme robotics"] = [tavily_result(f"{web.url}/about", "About Acme")]
         tavily.fail_next(429)          # the next request answers 429; fail_next(500, n=3): three
         tavily.hang_next()             # the next request answers only when the fake closes
+        tavily.answer_next(b"[]")      # the next request gets these bytes (status, content type)
+        tavily.drop_next()             # the next request gets its connection closed, no answer
         tavily.requests[0].query       # every request, in order, with its body and the status sent
 
 A query with no entry in `results_for` gets `default_results(query, max_results)`: three
@@ -26,6 +28,7 @@ from aiohttp import web
 
 DEFAULT_RESULTS = 3
 _HANG = 0
+_DROP = -1
 _MESSAGES = {
     400: "Bad request.",
     401: "Unauthorized: missing or invalid API key.",
@@ -42,6 +45,15 @@ def tavily_result(
 ) -> dict[str, Any]:
     """One result as Tavily sends it."""
     return {"url": url, "title": title, "content": content, "score": score, "raw_content": None}
+
+
+@dataclass(frozen=True)
+class _Raw:
+    """An answer sent as it is, for answers the real API should never give."""
+
+    body: bytes
+    status: int
+    content_type: str
 
 
 @dataclass
@@ -68,7 +80,7 @@ class FakeTavily:
     results_for: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     requests: list[TavilyRequest] = field(default_factory=list, init=False)
     url: str = field(default="", init=False)
-    _script: deque[int] = field(default_factory=deque, init=False, repr=False)
+    _script: deque[int | _Raw] = field(default_factory=deque, init=False, repr=False)
     _closing: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     _runner: web.AppRunner | None = field(default=None, init=False, repr=False)
 
@@ -79,6 +91,18 @@ class FakeTavily:
     def hang_next(self, n: int = 1) -> None:
         """Hold the next `n` requests open until the fake closes (for client timeouts)."""
         self._script.extend([_HANG] * n)
+
+    def answer_next(
+        self, body: bytes | str, *, status: int = 200, content_type: str = "application/json"
+    ) -> None:
+        """Answer the next request with exactly `body` (a list, `null`, bytes that are not
+        UTF-8, a 204 ...)."""
+        data = body.encode() if isinstance(body, str) else body
+        self._script.append(_Raw(data, status, content_type))
+
+    def drop_next(self) -> None:
+        """Close the next request's connection without answering."""
+        self._script.append(_DROP)
 
     def default_results(
         self, query: str, max_results: int = DEFAULT_RESULTS
@@ -131,11 +155,20 @@ class FakeTavily:
         if not isinstance(query, str) or not query:
             return self._record("", body, authorization, 400)
         if self._script:
-            status = self._script.popleft()
-            if status == _HANG:
+            step = self._script.popleft()
+            if isinstance(step, _Raw):
+                self.requests.append(TavilyRequest(query, body, authorization, step.status))
+                headers = {"Content-Type": step.content_type}
+                return web.Response(body=step.body, status=step.status, headers=headers)
+            if step == _DROP:
+                self.requests.append(TavilyRequest(query, body, authorization, 0))
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response()  # never sent: the connection is already closed
+            if step == _HANG:
                 await self._closing.wait()
-                status = 503
-            return self._record(query, body, authorization, status)
+                step = 503
+            return self._record(query, body, authorization, step)
         return self._record(query, body, authorization, 200)
 
     def _record(

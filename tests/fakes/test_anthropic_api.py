@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 import anthropic
+import httpx2
 import pytest
 from anthropic import AsyncAnthropic
 from anthropic.types import (
@@ -23,10 +24,14 @@ from anthropic.types import (
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
     Scripted,
+    dropped,
     error,
+    prompt_too_long,
     reply,
     reply_text,
     reply_tools,
+    stalled,
+    stream_error,
 )
 
 MODEL = "claude-sonnet-4-6"
@@ -300,3 +305,61 @@ async def test_count_tokens(fake: FakeAnthropic) -> None:
         counted = await sdk.messages.count_tokens(model=MODEL, messages=USER)
     assert counted.input_tokens > 0
     assert fake.requests == []
+
+
+async def final_message(sdk: AsyncAnthropic) -> Message:
+    async with sdk.messages.stream(model=MODEL, max_tokens=64, messages=USER) as stream:
+        return await stream.get_final_message()
+
+
+async def test_dropped_stream_delivers_some_events_then_the_transport_error(
+    fake: FakeAnthropic,
+) -> None:
+    fake.script(dropped(reply_text("A reply long enough for several deltas. " * 3), after=3))
+    seen: list[str] = []
+
+    async def read_all() -> None:
+        stream = await sdk.messages.create(model=MODEL, max_tokens=64, messages=USER, stream=True)
+        async for event in stream:
+            seen.append(event.type)
+
+    async with client(fake, retries=2) as sdk:
+        with pytest.raises(httpx2.RemoteProtocolError):
+            await read_all()
+    # ping is not surfaced; the SDK does not retry a stream that had started.
+    assert seen == ["message_start", "content_block_start"]
+    assert len(fake.requests) == 1
+
+
+async def test_error_event_mid_stream(fake: FakeAnthropic) -> None:
+    fake.script(stream_error("overloaded_error", "Overloaded"))
+    async with client(fake, retries=2) as sdk:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            await final_message(sdk)
+    assert caught.value.body == {
+        "type": "error",
+        "error": {"type": "overloaded_error", "message": "Overloaded"},
+    }
+    assert len(fake.requests) == 1
+
+
+async def test_stalled_stream_times_out_mid_reply(fake: FakeAnthropic) -> None:
+    fake.script(stalled(reply_text("slow"), after=2, stall_s=30))
+    sdk = AsyncAnthropic(api_key="sk-test", base_url=fake.url, max_retries=2, timeout=0.2)
+    async with sdk:
+        with pytest.raises(httpx2.ReadTimeout):
+            await final_message(sdk)
+        await fake.wait_for_cancelled(1)
+    assert len(fake.requests) == 1
+
+
+async def test_prompt_too_long_is_the_real_bad_request(fake: FakeAnthropic) -> None:
+    fake.script(prompt_too_long())
+    async with client(fake) as sdk:
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            await sdk.messages.create(model=MODEL, max_tokens=64, messages=USER)
+    assert isinstance(caught.value.body, dict)
+    assert caught.value.body["error"] == {
+        "type": "invalid_request_error",
+        "message": "prompt is too long: 250000 tokens > 200000 maximum",
+    }

@@ -7,6 +7,8 @@
         web.page("/x.pdf", b"%PDF", content_type="application/pdf", status=200, headers={...})
         web.redirect("/old", "/about")                 # 302 to a path or any absolute URL
         web.drip("/slow", b"<html>…")                  # one byte at a time, until the client quits
+        web.cut("/cut", body, after=2000)              # declares all of body, RST after 2000 bytes
+        web.raw("/raw", b"HTTP/1.1 302 Found…")        # these exact bytes on the socket, then close
         web.route("/custom", handler)                  # any aiohttp handler
         web.requests[-1].headers["Host"]               # every request received, in order
 
@@ -19,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import socket
 import ssl
+import struct
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -160,6 +164,41 @@ class FakeWeb:
                     break
                 await asyncio.sleep(interval_s)  # the drip's pace, not a wait for an outcome
             return response
+
+        return self.route(path, handler)
+
+    def cut(self, path: str, body: bytes, *, after: int, reset: bool = True) -> str:
+        """Declare all of `body` but send only its first `after` bytes, then drop the connection:
+        with a TCP reset (`reset=True`) or a plain close, which the reader sees as a short body."""
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            response = web.StreamResponse(
+                headers={"Content-Type": "text/html", "Content-Length": str(len(body))}
+            )
+            await response.prepare(request)
+            await response.write(body[:after])
+            transport = request.transport
+            assert transport is not None
+            if reset:  # linger 0: close() sends RST instead of FIN
+                sock = transport.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                transport.abort()
+            else:
+                transport.close()
+            return response
+
+        return self.route(path, handler)
+
+    def raw(self, path: str, data: bytes) -> str:
+        """Write `data` to the socket as the whole answer, then close: for answers aiohttp
+        would refuse to send (control characters in a Location, a broken status line)."""
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            transport = request.transport
+            assert transport is not None
+            transport.write(data)
+            transport.close()
+            return web.Response()  # never sent: the connection is already closed
 
         return self.route(path, handler)
 
