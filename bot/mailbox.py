@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from bot.agent.events import Event
 from bot.domain import RunRecord
+from bot.errors import BotError
 
 if TYPE_CHECKING:
     from bot.runs import Outcome
@@ -46,6 +47,10 @@ class Mailbox:
         await self._task
         try:
             await self.listener.on_finished(run, outcome)
+        except BotError as error:
+            # Expected (the platform refused): one line; it is delivered again at the next start.
+            log.warning("run %s: the outcome could not be delivered: %s", self._run_id, error)
+            return False
         except Exception:
             log.exception("run %s: the outcome could not be delivered", self._run_id)
             return False

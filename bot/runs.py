@@ -46,7 +46,9 @@ class Outcome(BaseModel):
     usage: Usage = Usage()
     duration_s: float = 0.0
     recovered: bool = False
-    """Finished or delivered after a restart, from what was stored."""
+    """Finished after a restart, from what it had stored."""
+    redelivery: bool = False
+    """Ended earlier, but is only now delivered (it could not be then)."""
 
 
 class Engine(Protocol):
@@ -424,7 +426,7 @@ async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
             cost_usd=record.cost_usd,
         ),
         duration_s=took,
-        recovered=True,
+        redelivery=True,
     )
 
 

@@ -2,8 +2,9 @@
 
 `ChatProgress` turns a run's events into one status message edited in place (throttled per
 run and under a shared per-workspace budget), batched milestone replies in the thread, and
-at the end a TL;DR reply plus the report file. Platforms only say how to post, edit, reply
-and upload, and how to make untrusted text safe on their side.
+at the end a TL;DR reply plus the report file (or, when the file is refused, the report as
+messages). Platforms only say how to post, edit, reply and upload, and how to make untrusted
+text safe on their side; they turn their SDK's failures into `ChatError`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Awaitable
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -27,13 +29,21 @@ from bot.agent.events import (
     ToolFinished,
     TurnStarted,
     UsageRecorded,
+    add_costs,
+    format_cost,
 )
 from bot.domain import RunRecord
+from bot.errors import BotError
 from bot.runs import Outcome
 
 log = logging.getLogger(__name__)
 BUDGET_RETRY_S = 0.5
 """How long an intermediate edit waits when the workspace's edit budget is spent."""
+IN_FLIGHT_WAIT_S = 60.0
+"""How long the final edit waits for an intermediate one still on the wire (SDK timeouts and
+rate-limit retries included), so that the final one is the last to land."""
+FILE_REFUSED = "I couldn't attach the report file ({reason}): here it is as messages."
+"""Said in the thread before a report posted as messages, when the platform refused the file."""
 
 ENDING_LABELS = {
     "completed": "Done",
@@ -41,14 +51,33 @@ ENDING_LABELS = {
     "deadline_synthesized": "Done (time limit reached, written up)",
     "forced_synthesized": "Done (summarized on request)",
     "interrupted_synthesized": "Done (recovered after a restart)",
+    "context_full_synthesized": "Done (the conversation outgrew the model, written up)",
+    "error_synthesized": "Done (something failed; written up from what was found)",
     "cancelled": "Cancelled",
     "refused": "Declined by the model",
     "llm_error": "Failed: the model could not be reached",
 }
 
 
-def ending_label(ending: str) -> str:
+class ChatError(BotError):
+    """The chat platform refused a call or could not be reached; `reason` is its own word for it
+    (`missing_scope`, `403 Forbidden …`). Sinks raise it, never their SDK's errors."""
+
+    def __init__(self, reason: str, *, auth: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.auth = auth
+        """The platform no longer accepts our token: every later call fails the same way."""
+
+
+class DeliveryFailed(BotError):
+    """A run's outcome reached its thread in no form; the runs service delivers it again later."""
+
+
+def ending_label(ending: str, *, has_report: bool = True) -> str:
     if ending.endswith("_synthesis_failed"):
+        if not has_report:
+            return "Failed: nothing could be written up"
         return "Done (write-up failed: report built from the sources found)"
     return ENDING_LABELS.get(ending, ending)
 
@@ -65,14 +94,19 @@ class StatusView(BaseModel):
     turn: int = 0
     action: str = ""
     sources: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """None: a model without a known price took part (shown as `cost unknown`)."""
     finished: bool = False
     """When true the buttons are gone."""
 
 
 class ChatSink(Protocol):
     """One platform's way to show a run. Every text it is given may hold untrusted text:
-    the sink neutralises mentions and markup on its side before sending."""
+    the sink neutralises mentions and markup on its side before sending. A call the platform
+    refuses raises `ChatError`; without a thread to write to, a call does nothing."""
+
+    show_command: str
+    """How a person asks for a run's report again here, with `{run_id}` to fill in."""
 
     async def post_status(self, run: RunRecord, view: StatusView) -> None:
         """Post the run's parent message (with buttons) and open its thread; store the location."""
@@ -88,6 +122,10 @@ class ChatSink(Protocol):
         self, run: RunRecord, filename: str, markdown: str, comment: str
     ) -> None: ...
 
+    async def post_report_text(self, run: RunRecord, note: str, markdown: str) -> None:
+        """`note`, then the whole report as thread messages, each within the platform's limit."""
+        ...
+
 
 _BROADCAST = re.compile(r"@(everyone|here|channel)\b", re.IGNORECASE)
 
@@ -95,6 +133,23 @@ _BROADCAST = re.compile(r"@(everyone|here|channel)\b", re.IGNORECASE)
 def defuse_broadcasts(text: str) -> str:
     """Bare `@everyone`/`@here`/`@channel` in untrusted text: a zero-width joiner stops the ping."""
     return _BROADCAST.sub("@\u2060\\1", text)
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Pieces of at most `limit` characters, cut at line ends, else at a space, else anywhere."""
+    pieces: list[str] = []
+    current = ""
+    for line in text.splitlines(keepends=True):
+        if current and len(current) + len(line) > limit:
+            pieces.append(current)
+            current = ""
+        while len(line) > limit:
+            cut = line.rfind(" ", limit // 2, limit) + 1 or limit
+            pieces.append(line[:cut])
+            line = line[cut:]
+        current += line
+    pieces.append(current)
+    return [piece.rstrip() for piece in pieces if piece.strip()]
 
 
 def describe_call(event: ToolCalled) -> str:
@@ -109,11 +164,14 @@ def describe_call(event: ToolCalled) -> str:
 
 def outcome_summary(outcome: Outcome) -> str:
     """The closing thread reply: what happened, the TL;DR, turns, time and cost."""
+    label = ending_label(outcome.ending, has_report=outcome.report is not None)
     lines = [
-        f"{ending_label(outcome.ending)} · {outcome.turns} turns · "
-        f"{outcome.duration_s:.0f}s · ${outcome.usage.cost_usd:.2f}"
+        f"{label} · {outcome.turns} turns · {outcome.duration_s:.0f}s · "
+        f"{format_cost(outcome.usage.cost_usd)}"
     ]
-    if outcome.recovered:
+    if outcome.redelivery:
+        lines.append("Posted after a restart: it could not be delivered when the run ended.")
+    elif outcome.recovered:
         lines.append("This run was interrupted by a restart and finished from what it had found.")
     if outcome.report is not None:
         lines.append(f"TL;DR: {outcome.report.tldr}")
@@ -123,7 +181,11 @@ def outcome_summary(outcome: Outcome) -> str:
 
 
 class ChatProgress:
-    """Follows one run in a chat: a `RunListener` built on a platform's `ChatSink`."""
+    """Follows one run in a chat: a `RunListener` built on a platform's `ChatSink`.
+
+    `on_event` never fails for the platform's sake (it logs, once per reason); `on_finished`
+    raises `DeliveryFailed` when the outcome reached the thread in no form.
+    """
 
     def __init__(
         self,
@@ -140,15 +202,55 @@ class ChatProgress:
         self._posted = False
         self._dirty = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
+        self._editing: asyncio.Future[None] | None = None
+        """The intermediate edit on the wire, if any: the final edit goes after it."""
         self._milestones: list[str] = []
         self._seen_urls: set[str] = set()
+        self._failures: set[str] = set()
+        self._token_refused = False
 
     async def on_event(self, run: RunRecord, event: Event) -> None:
         if not self._posted:
+            # Not caught: a run whose parent message cannot be posted is the front end's to stop.
             self._posted = True
             self._apply(event)
             await self._sink.post_status(run, self.view)
             return
+        if self._token_refused:
+            self._apply(event)
+            return
+        try:
+            await self._show(run, event)
+        except ChatError as error:
+            self._failed(run, "progress", error)
+
+    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
+        await self._stop_edits()
+        has_report = outcome.markdown is not None and outcome.filename is not None
+        view = self.view
+        view.finished, view.action = True, ""
+        view.state = ending_label(outcome.ending, has_report=outcome.report is not None)
+        view.cost_usd = outcome.usage.cost_usd
+        said = reported = edited = False
+        try:
+            await self._quietly(run, "milestones", self._flush_milestones(run))
+            said = await self._quietly(
+                run, "the summary", self._sink.reply(run, outcome_summary(outcome))
+            )
+            if outcome.markdown is not None and outcome.filename is not None:
+                reported = await self._send_report(run, outcome.filename, outcome.markdown)
+        finally:
+            # The final edit lands whatever happened above, after any edit still on the wire;
+            # not when this delivery is being cancelled (it is delivered again at the next start).
+            if not _cancelling():
+                edited = await self._final_edit(run)
+        if not (reported if has_report else (said or edited)):
+            raise DeliveryFailed(
+                f"run {run.run_id}: its outcome reached no one in the thread "
+                f"({', '.join(sorted(self._failures)) or 'no reason given'})"
+            )
+
+    async def _show(self, run: RunRecord, event: Event) -> None:
         # Milestones go out before anything else is said, so the thread reads in order.
         if isinstance(event, TurnStarted | SynthesisStarted | Notice):
             await self._flush_milestones(run)
@@ -157,21 +259,64 @@ class ChatProgress:
         if self._apply(event):
             self._request_edit(run)
 
-    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
+    async def _send_report(self, run: RunRecord, filename: str, markdown: str) -> bool:
+        """The file; if the platform refuses it, the report as messages. True once it is there."""
+        show = self._sink.show_command.format(run_id=run.run_id)
+        try:
+            await self._sink.upload_report(
+                run, filename, markdown, comment=f"Report: {self.view.topic}"
+            )
+            return True
+        except ChatError as error:
+            self._failed(run, "the report file", error)
+            note = f"{FILE_REFUSED.format(reason=error.reason)} {show} shows it again."
+        try:
+            await self._sink.post_report_text(run, note, markdown)
+        except ChatError as error:
+            self._failed(run, "the report as messages", error)
+            self.view.state += f" · report not delivered: {show} posts it"
+            return False
+        self.view.state += " · report posted as messages"
+        return True
+
+    async def _quietly(self, run: RunRecord, what: str, call: Awaitable[None]) -> bool:
+        """Await one platform call; False (and logged) when the platform refused it."""
+        try:
+            await call
+        except ChatError as error:
+            self._failed(run, what, error)
+            return False
+        return True
+
+    async def _final_edit(self, run: RunRecord) -> bool:
+        if self._editing is not None and not self._editing.done():
+            log.debug("run %s: the final status waits for an edit still on the wire", run.run_id)
+            done, _ = await asyncio.wait([self._editing], timeout=IN_FLIGHT_WAIT_S)
+            if not done:
+                self._editing.cancel()
+        try:
+            async with self._limiter:
+                await self._sink.edit_status(run, self.view)
+        except ChatError as error:
+            self._failed(run, "the final status", error)
+            return False
+        return True
+
+    async def _stop_edits(self) -> None:
+        """No intermediate edit starts from now on (one already on the wire is left to land)."""
+        self._dirty.clear()
         if self._flusher is not None:
             self._flusher.cancel()
-        await self._flush_milestones(run)
-        self.view.finished = True
-        self.view.state = ending_label(outcome.ending)
-        self.view.action = ""
-        self.view.cost_usd = outcome.usage.cost_usd
-        await self._sink.reply(run, outcome_summary(outcome))
-        if outcome.markdown is not None and outcome.filename is not None:
-            await self._sink.upload_report(
-                run, outcome.filename, outcome.markdown, comment=f"Report: {self.view.topic}"
-            )
-        async with self._limiter:
-            await self._sink.edit_status(run, self.view)
+            await asyncio.wait([self._flusher])
+
+    def _failed(self, run: RunRecord, what: str, error: ChatError) -> None:
+        """Log a platform's refusal once per reason and run (a revoked token refuses everything)."""
+        self._token_refused = self._token_refused or error.auth
+        if error.reason in self._failures:
+            log.debug("run %s: %s not shown: %s", run.run_id, what, error.reason)
+            return
+        self._failures.add(error.reason)
+        log.warning("run %s: %s not shown: %s", run.run_id, what, error.reason)
 
     def _apply(self, event: Event) -> bool:
         """Fold an event into the view; True when the status message should change."""
@@ -189,7 +334,7 @@ class ChatProgress:
             self._seen_urls.update(s.url for s in event.sources)
             view.sources = len(self._seen_urls)
         elif isinstance(event, UsageRecorded):
-            view.cost_usd += event.usage.cost_usd
+            view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
             view.state, view.action = "Writing the report", ""
         else:
@@ -217,8 +362,22 @@ class ChatProgress:
                 continue
             self._dirty.clear()
             async with self._limiter:
-                try:
-                    await self._sink.edit_status(run, self.view)
-                except Exception:
-                    log.exception("run %s: status edit failed", run.run_id)
+                # Shielded: stopping the flusher must not abort an edit mid-request, or the
+                # platform might apply it after the final one.
+                self._editing = asyncio.ensure_future(self._edit(run, self.view.model_copy()))
+                await asyncio.shield(self._editing)
             await asyncio.sleep(self._interval)
+
+    async def _edit(self, run: RunRecord, view: StatusView) -> None:
+        try:
+            await self._sink.edit_status(run, view)
+        except ChatError as error:
+            self._failed(run, "a status edit", error)
+        except Exception:
+            # A background task: nobody else would see this.
+            log.exception("run %s: status edit failed", run.run_id)
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

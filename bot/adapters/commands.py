@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Mode, RunRecord, validate_topic
 from bot.errors import RequestError
 
@@ -72,6 +73,6 @@ def history_lines(runs: list[RunRecord]) -> list[str]:
     return [
         f"`{r.run_id}` · {r.created_at:%Y-%m-%d %H:%M} · {r.mode.value} · {r.topic[:80]} · "
         f"{r.status.value}{f' ({r.termination_reason})' if r.termination_reason else ''} · "
-        f"${r.cost_usd:.2f}"
+        f"{format_cost(r.cost_usd)}"
         for r in runs
     ]

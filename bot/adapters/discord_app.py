@@ -15,16 +15,16 @@ import discord
 from aiolimiter import AsyncLimiter
 from discord import app_commands
 
-from bot.adapters.base import ChatProgress, StatusView
+from bot.adapters.base import FILE_REFUSED, ChatProgress, StatusView, split_text
 from bot.adapters.commands import DISCORD_USAGE, history_lines, research_command, show_command
-from bot.adapters.discord_sink import CommandFollow, DiscordSink, send_report
+from bot.adapters.discord_sink import CommandFollow, DiscordSink, send_report, send_text
 from bot.adapters.discord_views import (
+    MESSAGE_LIMIT,
     Action,
     RunButton,
     reaction_emoji,
     research_group,
     safe_text,
-    split_message,
 )
 from bot.agent.report import report_filename
 from bot.config import Settings
@@ -185,7 +185,13 @@ class ResearchClient(discord.AutoShardedClient):
             f"Report `{record.run_id}`, shared by <@{interaction.user.id}>: "
             f"{safe_text(record.topic)}\nTL;DR: {safe_text(report.tldr)}"
         )
-        await send_report(channel, text, report_filename(record), markdown)
+        try:
+            await send_report(channel, text, report_filename(record), markdown)
+        except discord.HTTPException as error:
+            # No Attach Files here, or the file is too large: the report as messages instead.
+            log.warning("run %s: report file refused: %s", record.run_id, error)
+            await send_text(channel, f"{text}\n{safe_text(FILE_REFUSED.format(reason=error))}")
+            await send_text(channel, safe_text(markdown))
         await _tell(interaction, f"Posted the report of run `{record.run_id}` here.")
 
     async def on_run_button(
@@ -235,7 +241,7 @@ def _same_emoji(emoji: discord.PartialEmoji, wanted: str) -> bool:
 
 async def _tell(interaction: discord.Interaction[Any], text: str) -> None:
     """An ephemeral answer (already safe text), split under the limit."""
-    for piece in split_message(text):
+    for piece in split_text(text, MESSAGE_LIMIT):
         if interaction.response.is_done():
             await interaction.followup.send(piece, ephemeral=True)
         else:

@@ -7,14 +7,15 @@ import asyncio
 import contextlib
 import io
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+import aiohttp
 import discord
 
-from bot.adapters.base import ChatProgress, StatusView
-from bot.adapters.discord_views import run_buttons, safe_text, split_message, status_embed
+from bot.adapters.base import ChatError, ChatProgress, StatusView, split_text
+from bot.adapters.discord_views import MESSAGE_LIMIT, run_buttons, safe_text, status_embed
 from bot.agent.events import Event
 from bot.domain import RunRecord
 from bot.errors import RequestError
@@ -28,6 +29,18 @@ THREAD_ARCHIVE_MINUTES: Literal[60, 1440, 4320, 10080] = 1440
 NO_MENTIONS = discord.AllowedMentions.none()
 """Also on edits, where discord.py does not add the client's default by itself."""
 RESUMED = "The bot restarted while this run was in progress: writing up from what it had found."
+
+
+@contextlib.contextmanager
+def discord_errors() -> Iterator[None]:
+    """Discord's refusals (`403 Forbidden (error code: 50013): Missing Permissions`) and
+    connection failures, as `ChatError`."""
+    try:
+        yield
+    except discord.HTTPException as error:
+        raise ChatError(str(error), auth=error.status == 401) from error
+    except (aiohttp.ClientError, TimeoutError) as error:
+        raise ChatError(str(error) or type(error).__name__) from error
 
 
 @dataclass(frozen=True)
@@ -51,16 +64,24 @@ async def send_report(
     channel: discord.abc.Messageable, text: str, filename: str, markdown: str
 ) -> None:
     """`text` (already safe) split under the limit; the `.md` file rides on the last piece."""
-    pieces = split_message(text) or [filename]
+    pieces = split_text(text, MESSAGE_LIMIT) or [filename]
     for piece in pieces[:-1]:
         await channel.send(piece, suppress_embeds=True)
     report = discord.File(io.BytesIO(markdown.encode()), filename=filename)
     await channel.send(pieces[-1], file=report, suppress_embeds=True)
 
 
+async def send_text(channel: discord.abc.Messageable, text: str) -> None:
+    """`text` (already safe) of any length, as messages under the limit, in order."""
+    for piece in split_text(text, MESSAGE_LIMIT):
+        await channel.send(piece, suppress_embeds=True)
+
+
 class DiscordSink:
     """Shows runs on Discord. Knows each run's place from the store, or from its own post until
     the run's record catches up."""
+
+    show_command = "`/research show run:{run_id}`"
 
     def __init__(self, client: discord.Client, store: Store) -> None:
         self._client = client
@@ -84,6 +105,53 @@ class DiscordSink:
             await self.edit_status(run, view)
             await self.reply(run, RESUMED)
             return
+        with discord_errors():
+            place = await self._open_thread(run, view)
+        self._remember(run.run_id, place)
+        await self._store.set_location(
+            run.run_id, channel=str(place.channel), thread=str(place.thread)
+        )
+
+    async def edit_status(self, run: RunRecord, view: StatusView) -> None:
+        place = self._place(run)
+        if place is None:
+            return
+        message = self._client.get_partial_messageable(
+            place.channel, guild_id=place.guild
+        ).get_partial_message(place.thread)
+        if view.finished:
+            self._forget(run.run_id)
+            with discord_errors():
+                await message.edit(
+                    embed=status_embed(view), view=None, allowed_mentions=NO_MENTIONS
+                )
+        else:
+            with discord_errors():
+                await message.edit(embed=status_embed(view), allowed_mentions=NO_MENTIONS)
+
+    async def reply(self, run: RunRecord, text: str) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            with discord_errors():
+                await send_text(thread, safe_text(text))
+
+    async def upload_report(
+        self, run: RunRecord, filename: str, markdown: str, comment: str
+    ) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            with discord_errors():
+                await send_report(thread, safe_text(comment), filename, markdown)
+
+    async def post_report_text(self, run: RunRecord, note: str, markdown: str) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            with discord_errors():
+                await send_text(thread, safe_text(note))
+                await send_text(thread, safe_text(markdown))
+
+    async def _open_thread(self, run: RunRecord, view: StatusView) -> Place:
+        """The run's message with its buttons, and the thread under it (or neither)."""
         channel = await self._text_channel(run)
         message = await channel.send(embed=status_embed(view), view=run_buttons(run.run_id))
         try:
@@ -95,34 +163,7 @@ class DiscordSink:
             with contextlib.suppress(discord.HTTPException):
                 await message.delete()
             raise
-        self._remember(run.run_id, Place(channel.guild.id, channel.id, thread.id))
-        await self._store.set_location(run.run_id, channel=str(channel.id), thread=str(thread.id))
-
-    async def edit_status(self, run: RunRecord, view: StatusView) -> None:
-        place = self._place(run)
-        if place is None:
-            return
-        message = self._client.get_partial_messageable(
-            place.channel, guild_id=place.guild
-        ).get_partial_message(place.thread)
-        if view.finished:
-            await message.edit(embed=status_embed(view), view=None, allowed_mentions=NO_MENTIONS)
-            self._forget(run.run_id)
-        else:
-            await message.edit(embed=status_embed(view), allowed_mentions=NO_MENTIONS)
-
-    async def reply(self, run: RunRecord, text: str) -> None:
-        thread = self._thread(run)
-        if thread is not None:
-            for piece in split_message(safe_text(text)):
-                await thread.send(piece, suppress_embeds=True)
-
-    async def upload_report(
-        self, run: RunRecord, filename: str, markdown: str, comment: str
-    ) -> None:
-        thread = self._thread(run)
-        if thread is not None:
-            await send_report(thread, safe_text(comment), filename, markdown)
+        return Place(channel.guild.id, channel.id, thread.id)
 
     async def _text_channel(self, run: RunRecord) -> discord.TextChannel:
         channel_id = int(run.origin.channel)

@@ -1,5 +1,5 @@
 """What the bot shows and offers on Discord: the `/research` command's shape, the status embed,
-the persistent run buttons, safe text and message splitting.
+the persistent run buttons and safe text.
 
 The command and the buttons find their handlers on `interaction.client`, so their shapes can be
 synced without a running bot. The buttons are `DynamicItem`s: their custom id carries the action
@@ -16,6 +16,7 @@ import discord
 from discord import app_commands
 
 from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Mode
 from bot.errors import ConfigError
 
@@ -62,30 +63,13 @@ def safe_text(text: str) -> str:
     return discord.utils.escape_mentions(defuse_broadcasts(text))
 
 
-def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
-    """Pieces of at most `limit` characters, cut at line ends, else at a space, else anywhere."""
-    pieces: list[str] = []
-    current = ""
-    for line in text.splitlines(keepends=True):
-        if current and len(current) + len(line) > limit:
-            pieces.append(current)
-            current = ""
-        while len(line) > limit:
-            cut = line.rfind(" ", limit // 2, limit) + 1 or limit
-            pieces.append(line[:cut])
-            line = line[cut:]
-        current += line
-    pieces.append(current)
-    return [piece.rstrip() for piece in pieces if piece.strip()]
-
-
 def status_embed(view: StatusView) -> discord.Embed:
     """The run's parent message. Topic and action may hold untrusted text: escaped, not obeyed."""
     title = f"{view.mode.capitalize()} research: {view.topic}"
     lines = [f"**Status:** {view.state}" + (f" · turn {view.turn}" if view.turn else "")]
     if view.action:
         lines.append(f"**Now:** {discord.utils.escape_markdown(safe_text(view.action))}")
-    lines.append(f"**Sources:** {view.sources} · **Cost:** ${view.cost_usd:.2f}")
+    lines.append(f"**Sources:** {view.sources} · **Cost:** {format_cost(view.cost_usd)}")
     lines.append(f"Asked by <@{view.requester}> · run `{view.run_id}`")
     colour = discord.Colour.green() if view.finished else discord.Colour.blurple()
     return discord.Embed(title=safe_text(title)[:256], description="\n".join(lines), colour=colour)

@@ -4,15 +4,18 @@ token) or HTTP at /slack/events, recovering interrupted runs once connected."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack_front import SlackFrontEnd
 from bot.config import Settings
+from bot.errors import ConfigError
 from bot.runs import RunManager
 from bot.store import Store
 
@@ -50,14 +53,41 @@ async def serve_slack(
         finally:
             await handler.close_async()  # type: ignore[no-untyped-call]
     else:
-        runner = web.AppRunner(front.app.web_app(), access_log=None)
+        runner = web.AppRunner(web_app(front.app), access_log=None)
         await runner.setup()
-        await web.TCPSite(runner, host, port).start()
+        try:
+            await web.TCPSite(runner, host, port).start()
+        except OSError as error:
+            await runner.cleanup()
+            if error.errno == errno.EADDRINUSE:
+                raise ConfigError(
+                    f"port {port} is already in use: stop the other process "
+                    "or choose another with --port"
+                ) from None
+            raise
         log.info("slack: serving HTTP on %s:%d at /slack/events", host, port)
         try:
             await _recover_and_wait(front, started)
         finally:
             await runner.cleanup()
+
+
+def web_app(app: AsyncApp) -> web.Application:
+    """The app's HTTP endpoint (/slack/events), refusing malformed request timestamps itself."""
+    served = app.web_app()
+    served.middlewares.append(_require_numeric_timestamp)
+    return served
+
+
+@web.middleware
+async def _require_numeric_timestamp(request: web.Request, handler: Handler) -> web.StreamResponse:
+    # slack_sdk's signature check calls int() on this header: anything else would be a 500
+    # with a traceback instead of the 401 every other unsigned request gets.
+    stamp = request.headers.get("X-Slack-Request-Timestamp", "")
+    if request.method == "POST" and not (stamp.isascii() and stamp.isdigit()):
+        log.info("slack: refused a request with timestamp %r", stamp[:40])
+        return web.Response(status=401, text="invalid request")
+    return await handler(request)
 
 
 async def _recover_and_wait(front: SlackFrontEnd, started: asyncio.Event | None) -> None:

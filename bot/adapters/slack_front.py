@@ -10,7 +10,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.base import ChatProgress, StatusView
+from bot.adapters.base import FILE_REFUSED, ChatError, ChatProgress, StatusView
 from bot.adapters.commands import USAGE, Command, history_lines, parse_command
 from bot.adapters.slack_render import (
     ACTION_CANCEL,
@@ -19,6 +19,7 @@ from bot.adapters.slack_render import (
     clip,
     escape,
     mention,
+    message_text,
     shared_report_text,
     unescape_incoming,
 )
@@ -27,7 +28,10 @@ from bot.adapters.slack_sink import (
     SlackSink,
     make_client,
     post_message,
+    post_text,
     require_slack_settings,
+    slack_errors,
+    upload_file,
 )
 from bot.agent.report import report_filename
 from bot.config import Settings
@@ -43,6 +47,10 @@ HISTORY_LIMIT = 15
 CANNOT_POST = (
     "I can't post in this channel. Invite me first (`/invite @research-bot`), "
     "or run `/research` in a channel I'm in."
+)
+TOKEN_REFUSED = (
+    "Slack refused my token, so I can't post the run: an admin needs to reinstall the app. "
+    "The run was cancelled."
 )
 FINISHED = "That run has finished."
 
@@ -117,10 +125,11 @@ class SlackFrontEnd:
         resumed: bool = False,
         respond: AsyncRespond | None = None,
     ) -> ChatProgress:
-        async def unreachable(run: RunRecord, reason: str) -> None:
+        async def unreachable(run: RunRecord, error: ChatError) -> None:
             self._runs.cancel(run.run_id)
             if respond is not None:
-                await respond(text=CANNOT_POST, response_type="ephemeral")
+                text = TOKEN_REFUSED if error.auth else CANNOT_POST
+                await respond(text=text, response_type="ephemeral")
 
         sink = SlackSink(
             self.client,
@@ -221,30 +230,27 @@ class SlackFrontEnd:
             return
         report, markdown = found
         channel = command["channel_id"]
+        text = shared_report_text(command["user_id"], record.run_id, report.title, report.tldr)
         try:
-            ts = await post_message(
-                self.client,
-                self.budget,
-                channel,
-                text=shared_report_text(
-                    command["user_id"], record.run_id, report.title, report.tldr
-                ),
-            )
-            await self.client.files_upload_v2(
-                channel=channel,
-                thread_ts=ts,
-                content=markdown,
-                filename=report_filename(record),
-                title=report_filename(record),
-            )
-        except SlackApiError as error:
-            log.warning(
-                "slack: cannot re-post %s in %s: %s",
-                record.run_id,
-                channel,
-                error.response.get("error"),
-            )
+            await self._share(channel, text, report_filename(record), markdown)
+        except ChatError as error:
+            log.warning("slack: cannot re-post %s in %s: %s", record.run_id, channel, error)
             await respond(text=CANNOT_POST, response_type="ephemeral")
+
+    async def _share(self, channel: str, text: str, filename: str, markdown: str) -> None:
+        """`text`, then the report file in its thread, or the report as messages if the file is
+        refused. Raises ChatError when Slack takes neither."""
+        with slack_errors():
+            ts = await post_message(self.client, self.budget, channel, text=text)
+        try:
+            with slack_errors():
+                await upload_file(self.client, channel, ts, filename, markdown)
+        except ChatError as error:
+            log.warning("slack: report file refused in %s: %s", channel, error)
+            note = message_text(FILE_REFUSED.format(reason=error.reason))
+            with slack_errors():
+                await post_message(self.client, self.budget, channel, text=note, thread_ts=ts)
+                await post_text(self.client, self.budget, channel, ts, markdown)
 
     async def _on_summarize(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -282,9 +288,10 @@ class SlackFrontEnd:
 
     async def _ephemeral(self, channel: str, user: str, text: str) -> None:
         try:
-            await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
-        except SlackApiError as error:
-            log.warning("slack: ephemeral to %s failed: %s", user, error.response.get("error"))
+            with slack_errors():
+                await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
+        except ChatError as error:
+            log.warning("slack: ephemeral to %s failed: %s", user, error)
 
 
 def _action_context(body: dict[str, Any]) -> tuple[str, str, str, str]:

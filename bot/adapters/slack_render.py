@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.agent.events import format_cost
 from bot.domain import Mode
 
 ACTION_SUMMARIZE = "research_summarize"
@@ -56,8 +57,8 @@ def status_line(view: StatusView) -> str:
         parts.append(f"turn {view.turn}")
     if view.sources:
         parts.append(f"{view.sources} source{'s' if view.sources != 1 else ''}")
-    if view.cost_usd:
-        parts.append(f"${view.cost_usd:.2f}")
+    if view.cost_usd is None or view.cost_usd > 0:
+        parts.append(format_cost(view.cost_usd))
     line = " · ".join(parts)
     if view.action and not view.finished:
         line += f"\n{escape(view.action)}"

@@ -5,19 +5,22 @@ and uploads the report."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import aiohttp
 from aiolimiter import AsyncLimiter
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
     AsyncRateLimitErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.adapters.base import StatusView
-from bot.adapters.slack_render import message_text, status_blocks, status_text
+from bot.adapters.base import ChatError, StatusView, split_text
+from bot.adapters.slack_render import escape, message_text, status_blocks, status_text
 from bot.config import Settings
 from bot.domain import RunRecord
 from bot.errors import ConfigError
@@ -35,8 +38,43 @@ POSTS_PER_SECOND = 1
 """`chat.postMessage` allows about one a second per channel, with short bursts."""
 POST_BURST = 3
 
-Unreachable = Callable[[RunRecord, str], Awaitable[None]]
+REPORT_PIECE_CHARS = 3_000
+"""A report posted as messages is cut into pieces this long before escaping. Escaping can at
+most quintuple a piece (`&` → `&amp;`), which stays under Slack's 40,000-character cut."""
+AUTH_ERRORS = frozenset(
+    {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
+)
+"""Slack's error codes for a token it no longer accepts."""
+
+Unreachable = Callable[[RunRecord, ChatError], Awaitable[None]]
 """Told when the parent message cannot be posted (the bot is not in a private channel …)."""
+
+
+@contextmanager
+def slack_errors() -> Iterator[None]:
+    """Slack's refusals and connection failures, as `ChatError` with Slack's error code."""
+    try:
+        yield
+    except SlackApiError as error:
+        raise ChatError(_reason(error), auth=_code(error) in AUTH_ERRORS) from error
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as error:
+        raise ChatError(str(error).split("\n", 1)[0] or type(error).__name__) from error
+
+
+def _code(error: SlackApiError) -> str:
+    # Not always a parsed response: an HTML error page leaves the raw HTTP response here.
+    response = error.response
+    if isinstance(response, AsyncSlackResponse):
+        return str(response.get("error") or f"HTTP {response.status_code}")
+    return f"HTTP {getattr(response, 'status', '?')}"
+
+
+def _reason(error: SlackApiError) -> str:
+    code = _code(error)
+    needed = (
+        error.response.get("needed") if isinstance(error.response, AsyncSlackResponse) else None
+    )
+    return f"{code}: the app needs the {needed} scope" if needed else code
 
 
 def require_slack_settings(settings: Settings) -> None:
@@ -133,7 +171,7 @@ async def post_message(
         async with budget.posts(channel):
             response = await client.chat_postMessage(**args)
     except SlackApiError as error:
-        if error.response.get("error") != "not_in_channel":
+        if _code(error) != "not_in_channel":
             raise
         await client.conversations_join(channel=channel)
         async with budget.posts(channel):
@@ -143,6 +181,8 @@ async def post_message(
 
 class SlackSink:
     """One run's parent message and thread in a channel."""
+
+    show_command = "`/research show {run_id}`"
 
     def __init__(
         self,
@@ -180,18 +220,18 @@ class SlackSink:
                 await self.edit_status(run, view)
             return
         try:
-            self._ts = await post_message(
-                self._client,
-                self._budget,
-                self._channel,
-                text=status_text(view),
-                blocks=status_blocks(view, run.run_id, buttons=not self._resumed),
-            )
-        except SlackApiError as error:
-            reason = str(error.response.get("error", "unknown"))
-            log.warning("run %s: cannot post in %s: %s", run.run_id, self._channel, reason)
+            with slack_errors():
+                self._ts = await post_message(
+                    self._client,
+                    self._budget,
+                    self._channel,
+                    text=status_text(view),
+                    blocks=status_blocks(view, run.run_id, buttons=not self._resumed),
+                )
+        except ChatError as error:
+            log.warning("run %s: cannot post in %s: %s", run.run_id, self._channel, error)
             if self._on_unreachable is not None:
-                await self._on_unreachable(run, reason)
+                await self._on_unreachable(run, error)
             return
         if not self._resumed:
             self._parents[(self._channel, self._ts)] = run.run_id
@@ -203,32 +243,60 @@ class SlackSink:
         if view.finished:
             self._parents.pop((self._channel, self._ts), None)
         buttons = not view.finished and not self._resumed
-        await self._client.chat_update(
-            channel=self._channel,
-            ts=self._ts,
-            text=status_text(view),
-            blocks=status_blocks(view, run.run_id, buttons=buttons),
-        )
+        with slack_errors():
+            await self._client.chat_update(
+                channel=self._channel,
+                ts=self._ts,
+                text=status_text(view),
+                blocks=status_blocks(view, run.run_id, buttons=buttons),
+            )
 
     async def reply(self, run: RunRecord, text: str) -> None:
         if self._ts:
-            await post_message(
-                self._client,
-                self._budget,
-                self._channel,
-                text=message_text(text),
-                thread_ts=self._ts,
-            )
+            with slack_errors():
+                await self._post(message_text(text))
 
     async def upload_report(
         self, run: RunRecord, filename: str, markdown: str, comment: str
     ) -> None:
         if self._ts:
-            await self._client.files_upload_v2(
-                channel=self._channel,
-                thread_ts=self._ts,
-                filename=filename,
-                title=filename,
-                content=markdown,
-                initial_comment=message_text(comment),
-            )
+            with slack_errors():
+                await upload_file(
+                    self._client, self._channel, self._ts, filename, markdown, comment
+                )
+
+    async def post_report_text(self, run: RunRecord, note: str, markdown: str) -> None:
+        if self._ts:
+            with slack_errors():
+                await self._post(message_text(note))
+                await post_text(self._client, self._budget, self._channel, self._ts, markdown)
+
+    async def _post(self, text: str) -> None:
+        await post_message(self._client, self._budget, self._channel, text=text, thread_ts=self._ts)
+
+
+async def upload_file(
+    client: AsyncWebClient,
+    channel: str,
+    thread_ts: str,
+    filename: str,
+    markdown: str,
+    comment: str = "",
+) -> None:
+    """The report as a file in a thread (three calls: URL, bytes, complete); `comment` untrusted."""
+    await client.files_upload_v2(
+        channel=channel,
+        thread_ts=thread_ts,
+        filename=filename,
+        title=filename,
+        content=markdown,
+        initial_comment=message_text(comment) if comment else None,
+    )
+
+
+async def post_text(
+    client: AsyncWebClient, budget: SlackBudget, channel: str, thread_ts: str, markdown: str
+) -> None:
+    """Untrusted text of any length as thread messages, escaped, in order."""
+    for piece in split_text(markdown, REPORT_PIECE_CHARS):
+        await post_message(client, budget, channel, text=escape(piece), thread_ts=thread_ts)

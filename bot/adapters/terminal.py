@@ -20,6 +20,8 @@ from bot.agent.events import (
     ToolFinished,
     TurnStarted,
     UsageRecorded,
+    add_costs,
+    format_cost,
 )
 from bot.domain import RunRecord
 from bot.runs import Outcome, RunManager
@@ -53,7 +55,7 @@ class TerminalProgress:
             if event.is_error:
                 line = f"  ! {event.content.splitlines()[0][:160]}"
         elif isinstance(event, UsageRecorded):
-            view.cost_usd += event.usage.cost_usd
+            view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
             view.action = line = "Writing the report"
         elif isinstance(event, Notice):
@@ -81,7 +83,7 @@ class TerminalProgress:
     def _status(self) -> Text:
         v = self.view
         return Text(
-            f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · ${v.cost_usd:.3f} · "
+            f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · {format_cost(v.cost_usd, 3)} · "
             f"{v.action}  (Ctrl-C: summarize now, twice: cancel)"
         )
 

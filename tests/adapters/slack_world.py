@@ -9,6 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.adapters.slack_app import web_app
 from bot.adapters.slack_front import SlackFrontEnd
 from bot.adapters.slack_sink import SlackBudget
 from bot.config import Settings
@@ -45,7 +46,7 @@ def front_end(slack: FakeSlack, runs: RunManager, store: Store, **settings: Any)
 
 async def serve(front: SlackFrontEnd, slack: FakeSlack) -> tuple[web.AppRunner, SlackSender]:
     """The bolt app over HTTP on 127.0.0.1:0, and Slack's side of the wire pointed at it."""
-    runner = web.AppRunner(front.app.web_app(), access_log=None)
+    runner = web.AppRunner(web_app(front.app), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, "127.0.0.1", 0).start()
     url = f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events"

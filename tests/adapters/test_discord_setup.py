@@ -13,8 +13,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import discord
 
+from bot.adapters.base import split_text
 from bot.adapters.discord_app import serve_discord, sync_commands
-from bot.adapters.discord_views import reaction_emoji, safe_text, split_message
+from bot.adapters.discord_views import MESSAGE_LIMIT, reaction_emoji, safe_text
 from bot.config import Settings
 from bot.errors import ConfigError
 from tests.adapters.discord_world import discord_settings
@@ -79,14 +80,14 @@ def test_an_unknown_emoji_name_is_a_config_error() -> None:
         reaction_emoji("no_such_emoji")
 
 
-def test_split_message_cuts_at_lines_then_spaces_then_anywhere() -> None:
-    assert split_message("") == []
-    assert split_message("one\ntwo", limit=10) == ["one\ntwo"]
-    assert split_message("aaaa\nbbbb\ncccc", limit=10) == ["aaaa\nbbbb", "cccc"]
-    assert split_message("word " * 5, limit=12) == ["word word", "word word", "word"]
-    assert split_message("x" * 25, limit=10) == ["x" * 10, "x" * 10, "x" * 5]
+def test_split_text_cuts_at_lines_then_spaces_then_anywhere() -> None:
+    assert split_text("", 10) == []
+    assert split_text("one\ntwo", 10) == ["one\ntwo"]
+    assert split_text("aaaa\nbbbb\ncccc", 10) == ["aaaa\nbbbb", "cccc"]
+    assert split_text("word " * 5, 12) == ["word word", "word word", "word"]
+    assert split_text("x" * 25, 10) == ["x" * 10, "x" * 10, "x" * 5]
     text = "\n".join(f"line {n} " + "y" * (n * 37 % 400) for n in range(200))
-    pieces = split_message(text)
+    pieces = split_text(text, MESSAGE_LIMIT)
     assert all(len(p) <= 2000 for p in pieces)
     assert "".join(pieces).count("line") == 200
 

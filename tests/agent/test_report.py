@@ -50,7 +50,10 @@ def test_links_to_unseen_urls_lose_the_link_and_seen_ones_become_citations() -> 
 
 def test_text_without_the_template_still_makes_a_report() -> None:
     report = parse_report(
-        "Plain answer with no headings [1].", registry("https://a.example"), topic="X", mode="company"
+        "Plain answer with no headings [1].",
+        registry("https://a.example"),
+        topic="X",
+        mode="company",
     )
 
     assert report.title == "Research: X"

@@ -8,6 +8,7 @@
         call = await fake.wait_for_call("POST", r"/channels/\\d+/messages/\\d+/threads")
         fake.rate_limit_next("PATCH", r"/channels/\\d+/messages/\\d+", retry_after=0.01)
         fake.fail_next("POST", r"/channels/\\d+/messages/\\d+/threads", 403)
+        fake.fail_next("POST", r"/channels/\\d+/messages", 413, where=lambda c: bool(c.files))
         fake.calls                                # every REST call, in order, with its status
 
 Like the real API it answers `Content-Type: application/json` (exactly: discord.py compares the
@@ -25,6 +26,7 @@ import re
 import time
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -58,6 +60,7 @@ class _Failure:
     path: re.Pattern[str]
     status: int
     retry_after: float = 0.0
+    where: Callable[[DiscordCall], bool] | None = None
 
 
 @dataclass
@@ -81,9 +84,17 @@ class FakeDiscord:
         """The next request matching `method` and the `path` regex answers 429 once."""
         self._failures.append(_Failure(method, re.compile(path), 429, retry_after))
 
-    def fail_next(self, method: str, path: str, status: int = 403) -> None:
-        """The next matching request fails with `status` (403 Missing Permissions by default)."""
-        self._failures.append(_Failure(method, re.compile(path), status))
+    def fail_next(
+        self,
+        method: str,
+        path: str,
+        status: int = 403,
+        *,
+        where: Callable[[DiscordCall], bool] | None = None,
+    ) -> None:
+        """The next matching request (and matching `where`, e.g. one carrying files) fails with
+        `status` (403 Missing Permissions by default)."""
+        self._failures.append(_Failure(method, re.compile(path), status, where=where))
 
     async def wait_for_call(
         self, method: str, path: str, *, status: int = 200, after: int = 0
@@ -152,7 +163,13 @@ class FakeDiscord:
             await self._record(call)
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         failure = next(
-            (f for f in self._failures if f.method == call.method and f.path.fullmatch(call.path)),
+            (
+                f
+                for f in self._failures
+                if f.method == call.method
+                and f.path.fullmatch(call.path)
+                and (f.where is None or f.where(call))
+            ),
             None,
         )
         if failure is not None:
@@ -292,6 +309,7 @@ async def _read_call(request: web.Request) -> DiscordCall:
 _ERRORS = {
     403: {"message": "Missing Permissions", "code": 50013},
     404: {"message": "Unknown Message", "code": 10008},
+    413: {"message": "Request entity too large", "code": 40005},
     500: {"message": "500: Internal Server Error", "code": 0},
 }
 

@@ -10,7 +10,10 @@ Use it with the real slack_sdk / slack-bolt, unmodified:
         assert posted[0].args["unfurl_links"] is False
 
 Answers like Slack: `{"ok": true, ...}` or `{"ok": false, "error": ...}` with HTTP 200, and
-HTTP 429 with `Retry-After` when told to (`rate_limit`). `files.getUploadURLExternal` hands out
+HTTP 429 with `Retry-After` when told to (`rate_limit`). Faults on demand: `fail` (a method's
+next calls answer an error, optionally with another HTTP status or only for calls matching a
+predicate), `hold` (a method's next call waits, unanswered, until released) and `revoke` (the
+bot token is refused from now on). `files.getUploadURLExternal` hands out
 an `upload_url` on this server, so `files_upload_v2` runs its three real steps here.
 `response_url`s from `response_url()` are served too (recorded as method "response_url").
 Socket Mode: `apps.connections.open` (with the app token) hands out a WebSocket URL here that
@@ -62,6 +65,25 @@ class Call:
 
 
 @dataclass
+class _Failure:
+    error: str
+    status: int
+    where: Callable[[Json], bool] | None
+    fields: Json
+
+
+@dataclass
+class Held:
+    """A call kept waiting: `arrived` is set when it comes in; it is answered after `release()`."""
+
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+
+@dataclass
 class SharedFile:
     file_id: str
     filename: str
@@ -73,8 +95,9 @@ class SharedFile:
 
 
 class SlackError(Exception):
-    def __init__(self, error: str) -> None:
+    def __init__(self, error: str, fields: Json | None = None) -> None:
         self.error = error
+        self.fields = fields or {}
 
 
 class FakeSlack:
@@ -100,7 +123,11 @@ class FakeSlack:
         self.outside_channels: set[str] = set()
         self.private_channels: set[str] = set()
         self._rate_limits: dict[str, list[int]] = {}
-        self._failures: dict[str, list[str]] = {}
+        self._failures: dict[str, list[_Failure]] = {}
+        self._holds: dict[str, list[Held]] = {}
+        self._held: list[Held] = []
+        """Every hold handed out, released when the fake stops so no request waits forever."""
+        self._refusal: str | None = None
         self._ts = itertools.count(1)
         self._ids = itertools.count(1)
         self._changed = asyncio.Condition()
@@ -120,6 +147,8 @@ class FakeSlack:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        for held in self._held:
+            held.release()
         for socket in self._sockets:
             await socket.close()
         if self._runner is not None:
@@ -138,9 +167,33 @@ class FakeSlack:
         """The next `times` calls of `method` get HTTP 429 with `Retry-After: retry_after`."""
         self._rate_limits.setdefault(method, []).extend([retry_after] * times)
 
-    def fail(self, method: str, error: str, *, times: int = 1) -> None:
-        """The next `times` calls of `method` answer `{"ok": false, "error": error}`."""
-        self._failures.setdefault(method, []).extend([error] * times)
+    def fail(
+        self,
+        method: str,
+        error: str,
+        *,
+        times: int = 1,
+        status: int = 200,
+        where: Callable[[Json], bool] | None = None,
+        **fields: Any,
+    ) -> None:
+        """The next `times` calls of `method` (whose arguments match `where`) answer
+        `{"ok": false, "error": error, **fields}` with HTTP `status` (Slack uses 200)."""
+        failure = _Failure(error, status, where, fields)
+        self._failures.setdefault(method, []).extend([failure] * times)
+
+    def hold(self, method: str) -> Held:
+        """The next call of `method` waits until `release()` before it is answered (and
+        recorded): a request in flight, for as long as a test needs."""
+        held = Held()
+        self._holds.setdefault(method, []).append(held)
+        self._held.append(held)
+        return held
+
+    def revoke(self, error: str | None = "invalid_auth") -> None:
+        """From now on every call with the bot token answers `error`, as after an uninstall
+        (None: accepted again, as after a reinstall)."""
+        self._refusal = error
 
     # -- reading what happened -------------------------------------------------------------
 
@@ -177,6 +230,10 @@ class FakeSlack:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await _arguments(request)
+        held = _pop(self._holds, method)
+        if held is not None:
+            held.arrived.set()
+            await held.released.wait()
         call = Call(method, args)
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or args.get(
             "token", ""
@@ -193,19 +250,29 @@ class FakeSlack:
         try:
             if token != (self.app_token if method == "apps.connections.open" else self.token):
                 raise SlackError("invalid_auth")
-            forced = _pop(self._failures, method)
+            if self._refusal is not None and token == self.token:
+                raise SlackError(self._refusal)
+            forced = self._forced_failure(method, args)
             if forced is not None:
-                raise SlackError(forced)
+                call.status = forced.status
+                raise SlackError(forced.error, forced.fields)
             handler = getattr(self, "_" + method.replace(".", "_"), None)
             if handler is None:
                 raise SlackError("unknown_method")
             body: Json = {"ok": True, **handler(args)}
         except SlackError as failure:
             call.error = failure.error
-            body = {"ok": False, "error": failure.error}
+            body = {"ok": False, "error": failure.error, **failure.fields}
         call.response = body
         await self._record(call)
-        return web.json_response(body)
+        return web.json_response(body, status=call.status)
+
+    def _forced_failure(self, method: str, args: Json) -> _Failure | None:
+        pending = self._failures.get(method, [])
+        for n, failure in enumerate(pending):
+            if failure.where is None or failure.where(args):
+                return pending.pop(n)
+        return None
 
     async def _upload(self, request: web.Request) -> web.Response:
         file_id = request.match_info["file_id"]

@@ -225,7 +225,7 @@ async def test_an_undelivered_outcome_is_delivered_once_at_the_next_start(
     async with open_services(settings) as services:
         assert await services.runs.recover(lambda run: Recorder()) == []
 
-    assert later.outcome.recovered and later.outcome.ending is Ending.COMPLETED
+    assert later.outcome.redelivery and later.outcome.ending is Ending.COMPLETED
     assert "Found it" in later.outcome.markdown and later.kinds() == []
     assert stored.delivered_at is not None and len(anthropic_api.requests) == 1
 
