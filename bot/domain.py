@@ -52,6 +52,8 @@ class Request(BaseModel):
     topic: str
     mode: Mode = Mode.COMPANY
     origin: Origin = Field(default_factory=Origin)
+    language: str = "en"
+    """The asker's language, a BCP 47 primary tag (`de`, `ja` …): the report is written in it."""
 
     @field_validator("topic")
     @classmethod
@@ -84,6 +86,7 @@ class RunRecord(BaseModel):
     topic: str
     mode: Mode
     origin: Origin
+    language: str = "en"
     status: RunStatus
     termination_reason: str | None = None
     turns: int = 0

@@ -431,7 +431,9 @@ async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
 
 
 def _request(record: RunRecord) -> Request:
-    return Request(topic=record.topic, mode=record.mode, origin=record.origin)
+    return Request(
+        topic=record.topic, mode=record.mode, origin=record.origin, language=record.language
+    )
 
 
 def _resumes(record: RunRecord) -> bool:

@@ -63,6 +63,16 @@ MIGRATIONS: tuple[str, ...] = (
     UPDATE runs SET delivered_at = finished_at WHERE status IN ('done', 'failed', 'cancelled');
     CREATE INDEX runs_undelivered ON runs (delivered_at, status);
     """,
+    # 3: the asker's language, and each report's cited claims with their support.
+    """
+    ALTER TABLE runs ADD COLUMN language TEXT NOT NULL DEFAULT 'en';
+    CREATE TABLE claims (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        n INTEGER NOT NULL, sentence TEXT NOT NULL, sources TEXT NOT NULL,
+        verdict TEXT NOT NULL, method TEXT NOT NULL, note TEXT NOT NULL,
+        PRIMARY KEY (run_id, n)
+    );
+    """,
 )
 """Append-only: never edit a shipped script, add the next. Script N takes user_version N to N+1."""
 
@@ -79,8 +89,8 @@ _SELECT_RUNS = "SELECT * FROM runs"
 _INSERT_RUN = f"""
     INSERT INTO runs (
         run_id, {", ".join(_ORIGIN_COLUMNS.values())}, topic, mode, status, created_at,
-        owner, lease_until
-    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        owner, lease_until, language
+    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _INSERT_EVENT = """
     INSERT INTO events (run_id, seq, kind, payload, at)
@@ -209,7 +219,7 @@ class Store:
             run_id = _new_run_id()
             while conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 run_id = _new_run_id()
-            conn.execute(_INSERT_RUN, (run_id, *origin, *rest, owner, lease))
+            conn.execute(_INSERT_RUN, (run_id, *origin, *rest, owner, lease, request.language))
             return run_id
 
         return await self.get_run(await self._db.write(work))

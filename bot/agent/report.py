@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from bot.agent.support import Support
+
 if TYPE_CHECKING:
     from bot.domain import RunRecord
 
@@ -34,6 +36,10 @@ class Report(BaseModel):
     mode: str = "company"
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     from_evidence_only: bool = False
+    language: str = "en"
+    """The asker's language (BCP 47 primary tag): the whole report, frame included, is in it."""
+    support: Support | None = None
+    """How far the cited claims are backed by their sources (None: not measured)."""
 
 
 class SourceRegistry:
