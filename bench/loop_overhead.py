@@ -74,6 +74,9 @@ class ScriptedModel:
         self._turns = iter(enumerate(script, start=1))
 
     async def complete(self, call: ModelCall) -> ModelReply:
+        if call.model is not None:
+            # The fast model (the claim judge): answers at once, with no verdicts.
+            return ModelReply(content=[], stop_reason="end_turn", usage=Usage(), model=call.model)
         number, turn = next(self._turns)
         await asyncio.sleep(turn.model_s)
         usage = Usage(input_tokens=1000 * number, output_tokens=100)

@@ -170,9 +170,11 @@ async def measure(ending: str) -> Cost:
         engine = Researcher(model, tools, compressor, Limits(max_turns=TURNS))
         events = [e async for e in engine.research("bench", Request(topic=TOPIC), Control())]
         check(events, ending)
-        calls = [e.usage for e in events if isinstance(e, UsageRecorded)]
+        # The research model's conversation only: the claim judge's one call on the fast model
+        # (unscripted here, so it fails and its claims stay unknown) is not what caching is for.
+        calls = [e.usage for e in events if isinstance(e, UsageRecorded) and e.model == MODEL]
         results = [estimate_tokens(e.content) for e in events if isinstance(e, ToolFinished)]
-        sent = [count_input_tokens(body) for body in fake.requests]
+        sent = [count_input_tokens(body) for body in fake.requests if body["model"] == MODEL]
         return Cost(calls=calls, sent=sent, results=results)
 
 

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from bot import terminal_runs
 from bot.agent.events import format_cost
+from bot.agent.i18n import language_for, stated
 from bot.agent.trajectory import trajectory
 from bot.config import Settings
 from bot.domain import Mode, Origin, Request, RunRecord, RunStatus, strip_controls
@@ -28,6 +29,7 @@ from bot.store import Store
 from bot.terminal_runs import check_output
 
 if TYPE_CHECKING:
+    from bot import evaluation
     from bot.compose import Services
 
 T = TypeVar("T")
@@ -80,12 +82,23 @@ def research(
     max_turns: Annotated[int | None, typer.Option(help="Model turns with tools (1-100).")] = None,
     deadline: Annotated[float | None, typer.Option(help="Seconds of research.")] = None,
     output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
+    language: Annotated[
+        str | None,
+        typer.Option(
+            help="The report's language (de, fr, ja, de-DE …); default: the topic's, else English."
+        ),
+    ] = None,
 ) -> None:
     """Research a company (or public contracts) and write a Markdown report."""
     _log_to_terminal()
     try:
         settings = load_settings(max_turns=max_turns, deadline_s=deadline)
-        request = Request(topic=topic, mode=mode, origin=Origin(platform="terminal"))
+        request = Request(
+            topic=topic,
+            mode=mode,
+            origin=Origin(platform="terminal"),
+            language=language_for(stated(language), topic),
+        )
         check_output(output)
         finish = asyncio.run(_with_services(settings, terminal_runs.research, request, output))
     except BotError as error:
@@ -220,6 +233,7 @@ def show(
 
 
 async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> str:
+    from bot.evaluation import support_figures  # it loads the model client's modules
     async with _reader(settings) as store:
         record = await store.get_run(run_id)
         if steps:
@@ -236,10 +250,48 @@ async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> 
                     "run": record.model_dump(mode="json"),
                     "report": report.model_dump(mode="json"),
                     "markdown": markdown,
+                    "claim_support": support_figures(report),
                 },
                 indent=2,
             )
         return markdown
+
+
+@app.command("eval")
+def evaluate(
+    run_id: Annotated[str | None, typer.Argument(help="The run to measure.")] = None,
+    every: Annotated[bool, typer.Option("--all", help="Summarise every stored run.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """How far a run's cited claims are backed by their sources, or the figures of all runs."""
+    from bot import evaluation
+
+    if (run_id is None) == (not every):
+        raise fail(BotError("give a RUN_ID or --all (not both)"))
+    try:
+        settings = load_settings()
+        result = asyncio.run(_evaluate(settings, run_id))
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except BotError as error:
+        raise fail(error) from None
+    if as_json:
+        sys.stdout.write(json.dumps(result.model_dump(mode="json"), indent=2) + "\n")
+    elif isinstance(result, evaluation.RunEval):
+        out.print(evaluation.render_run(result), markup=False, highlight=False)
+    else:
+        out.print(evaluation.render_history(result), markup=False, highlight=False)
+
+
+async def _evaluate(
+    settings: Settings, run_id: str | None
+) -> evaluation.RunEval | evaluation.HistoryEval:
+    from bot import evaluation
+
+    async with _reader(settings) as store:
+        if run_id is None:
+            return await evaluation.evaluate_history(store)
+        return await evaluation.evaluate_run(store, run_id)
 
 
 @app.command()

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 
 from anthropic import AsyncAnthropic
 
+from bot.agent.budget import MiB, ReadBudget
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
+from bot.agent.extract import Extractor
 from bot.agent.fetch import PageFetcher
 from bot.agent.loop import Researcher
 from bot.agent.models import AnthropicModel
@@ -70,8 +72,16 @@ async def open_services(
         store = await stack.enter_async_context(
             Store.connect(settings.db_path, busy_timeout_s=settings.db_busy_timeout_s)
         )
+        # One extraction pool and one reading budget for every run of the process.
+        extractor = await stack.enter_async_context(
+            Extractor(workers=settings.extract_workers, timeout_s=settings.extract_timeout_s)
+        )
+        budget = ReadBudget(
+            max_fetches=settings.fetch_max_concurrent,
+            max_bytes=settings.fetch_max_mib_in_flight * MiB,
+        )
         fetcher = await stack.enter_async_context(
-            PageFetcher(allow_hosts=settings.fetch_allow_hosts)
+            PageFetcher(allow_hosts=settings.fetch_allow_hosts, extractor=extractor, budget=budget)
         )
         if search is None:
             search = await stack.enter_async_context(build_search(settings))

@@ -90,7 +90,7 @@ class Settings(BaseSettings):
     )
     """Tool output above this many (estimated) tokens is summarized by the fast model."""
     max_concurrent_runs: int = Field(
-        default=4, ge=1, le=64, alias="RESEARCH_BOT_MAX_CONCURRENT_RUNS"
+        default=4, ge=1, le=200, alias="RESEARCH_BOT_MAX_CONCURRENT_RUNS"
     )
     """Runs that research at once; more wait in a queue."""
 
@@ -113,6 +113,21 @@ class Settings(BaseSettings):
         default=200_000, ge=1_000, alias="RESEARCH_BOT_CONTEXT_WINDOW_TOKENS"
     )
     """The research model's context window: past 75% of it, older tool results are compacted."""
+
+    extract_workers: int = Field(default=2, ge=1, le=32, alias="RESEARCH_BOT_EXTRACT_WORKERS")
+    """Processes that turn pages into text (about 60 MB each), started at the first page read."""
+    extract_timeout_s: float = Field(
+        default=10, gt=0, le=300, alias="RESEARCH_BOT_EXTRACT_TIMEOUT_S"
+    )
+    """Longest one page may take to extract; its worker is then replaced and the page refused."""
+    fetch_max_concurrent: int = Field(
+        default=32, ge=1, le=1_000, alias="RESEARCH_BOT_FETCH_MAX_CONCURRENT"
+    )
+    """Pages read at once by the whole process; more wait for a slot."""
+    fetch_max_mib_in_flight: int = Field(
+        default=64, ge=1, le=4_096, alias="RESEARCH_BOT_FETCH_MAX_MIB_IN_FLIGHT"
+    )
+    """MiB of page bodies the whole process holds at once; a fetch past it is refused."""
 
     @field_validator(
         "anthropic_api_key",

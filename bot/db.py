@@ -2,15 +2,19 @@
 
 Each unit of work (a whole transaction) runs on the connection's own thread in one go, so a
 write holds the database lock for the few microseconds of its statements, never across turns
-of the event loop. Every SQLite failure leaves here as a `StoreError` that names the file and
+of the event loop. Small writes that many tasks make at once (a run's events) are group
+committed: whatever is pending when the thread gets to them shares one transaction, each in
+its own savepoint, and each caller resumes once that transaction is committed. Every SQLite failure leaves here as a `StoreError` that names the file and
 says what to do, so a locked, read-only, full or foreign file is one line, never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +26,8 @@ from bot.errors import StoreError
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[sqlite3.Connection], T]
+_Pending = tuple[Work[object], "asyncio.Future[object]"]
+_Outcome = tuple[object, BaseException | None]
 
 
 def _explain(error: sqlite3.Error, path: str) -> str:
@@ -113,6 +119,11 @@ class Database:
         self._conn = conn
         self.path = path
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
+        self._pending: list[_Pending] = []
+        self._pending_lock = threading.Lock()  # held for an append or a swap, nothing more
+        self._flush_queued = False
+        self.commits = 0
+        """Transactions committed by `write_grouped` (tests and benchmarks count batches)."""
 
     @classmethod
     async def open(
@@ -184,9 +195,73 @@ class Database:
         # event it records did happen.
         return await asyncio.shield(self.run(transaction))
 
+    async def write_grouped(self, work: Work[T]) -> T:
+        """`work` committed together with every other grouped write pending at that moment.
+
+        Each `work` runs in its own savepoint, so one that raises fails only its caller. The
+        caller resumes once the shared transaction is committed (or with its own error); order
+        is submission order, so one task's writes land in the order it made them."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._pending_lock:
+            self._pending.append((work, future))  # type: ignore[arg-type]
+            queue_flush, self._flush_queued = not self._flush_queued, True
+        if queue_flush:
+            self._thread.submit(self._flush, loop)
+        # Shielded like `write`: the event it records did happen.
+        return await asyncio.shield(future)
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        """On the connection's thread: everything pending, in one transaction."""
+        with self._pending_lock:
+            batch, self._pending = self._pending, []
+            self._flush_queued = False
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                outcomes = [self._savepoint(work) for work, _ in batch]
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+            self.commits += 1
+        except BaseException as error:  # the transaction failed: so did every write in it
+            failure = (
+                StoreError(_explain(error, self.path))
+                if isinstance(error, sqlite3.Error)
+                else error
+            )
+            outcomes = [(None, failure)] * len(batch)
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            loop.call_soon_threadsafe(_settle, [future for _, future in batch], outcomes)
+
+    def _savepoint(self, work: Work[object]) -> _Outcome:
+        self._conn.execute("SAVEPOINT grouped")
+        try:
+            result = work(self._conn)
+        except Exception as error:
+            self._conn.execute("ROLLBACK TO grouped")
+            self._conn.execute("RELEASE grouped")
+            if isinstance(error, sqlite3.Error):
+                return None, StoreError(_explain(error, self.path))
+            return None, error
+        self._conn.execute("RELEASE grouped")
+        return result, None
+
     async def read(self, sql: str, params: Sequence[object] = ()) -> list[sqlite3.Row]:
         return await self.run(lambda conn: conn.execute(sql, params).fetchall())
 
     async def close(self) -> None:
         await self.run(lambda conn: conn.close())
         self._thread.shutdown(wait=True)
+
+
+def _settle(futures: list[asyncio.Future[object]], outcomes: list[_Outcome]) -> None:
+    for future, (result, error) in zip(futures, outcomes, strict=True):
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(result)
+        else:
+            future.set_exception(error)

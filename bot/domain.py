@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import datetime
 from enum import StrEnum
@@ -61,10 +62,26 @@ class Request(BaseModel):
         return validate_topic(value)
 
 
+# ECMA-48 escape sequences, whole: OSC (title, OSC 8 hyperlink) up to BEL or ST, CSI (colours,
+# cursor moves, screen clears), other ESC sequences; the same for their 8-bit C1 forms.
+_ESCAPES = re.compile(
+    r"(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|\x1b[ -/]*[0-~]?"
+)
+
+
 def strip_controls(text: str) -> str:
-    """Drop control and format characters (ESC sequences, bidi overrides, NUL) typed or pasted
-    into a request: they would be stored and later printed raw into someone's terminal."""
-    return "".join(ch for ch in text if ch.isspace() or unicodedata.category(ch)[0] != "C")
+    """Untrusted text made safe to print or store: escape sequences removed whole (an OSC 8
+    link, a screen clear), then every other control or format character (BEL, C1, bidi
+    overrides, NUL, a carriage return); newlines and tabs stay."""
+    text = _ESCAPES.sub("", text)
+    return "".join(
+        ch
+        for ch in text
+        if ch in "\n\t" or (unicodedata.category(ch)[0] != "C" and ch not in "\u2028\u2029")
+    )
 
 
 def validate_topic(value: str) -> str:

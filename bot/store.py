@@ -3,6 +3,7 @@ append-only event log, reports, and dedupe keys. All SQL lives here; `bot/db.py`
 
 from __future__ import annotations
 
+import json
 import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -13,6 +14,7 @@ from typing import Any
 
 from bot.agent.events import EVENT_ADAPTER, Event, TurnStarted, UsageRecorded
 from bot.agent.report import Report
+from bot.agent.support import Claim, Support, Verdict
 from bot.db import Database
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import NotFoundError
@@ -267,6 +269,8 @@ class Store:
                 document, markdown = report
                 row = (document.title, document.tldr, markdown, document.model_dump_json(), now)
                 conn.execute(_UPSERT_REPORT, (run_id, *row))
+                if document.support is not None:
+                    _write_claims(conn, run_id, document.support)
             return conn.execute(_FINISH_RUN, (status.value, ending, error, now, run_id)).rowcount
 
         if not await self._db.write(work):
@@ -302,7 +306,9 @@ class Store:
                 sql = "UPDATE runs SET turns = MAX(turns, ?) WHERE run_id = ?"
                 conn.execute(sql, (event.turn, run_id))
 
-        await self._db.write(work)
+        # Group commit: the events of concurrent runs share transactions; this returns once
+        # this event is committed, so it is still stored before anyone hears it.
+        await self._db.write_grouped(work)
 
     async def get_run(
         self, run_id: str, *, platform: str | None = None, workspace: str | None = None
@@ -349,3 +355,42 @@ class Store:
             return conn.execute(sql, (key, _iso(now))).rowcount == 1
 
         return await self._db.write(work)
+
+    async def save_claims(self, run_id: str, support: Support) -> None:
+        """A run's measured claims, replacing any stored before (`finish_run` does this too)."""
+        await self._db.write(lambda conn: _write_claims(conn, _clean_id(run_id), support))
+
+    async def claims(self, run_id: str) -> list[Claim]:
+        """A run's cited claims with their verdicts, in report order ([] when not measured)."""
+        sql = "SELECT sentence, sources, verdict, method, note FROM claims WHERE run_id = ? ORDER BY n"
+        return [_claim(row) for row in await self._db.read(sql, (_clean_id(run_id),))]
+
+    async def claim_counts(self) -> dict[str, dict[Verdict, int]]:
+        """For every run with measured claims: how many got each verdict."""
+        sql = "SELECT run_id, verdict, COUNT(*) AS n FROM claims GROUP BY run_id, verdict"
+        counts: dict[str, dict[Verdict, int]] = {}
+        for row in await self._db.read(sql, ()):
+            counts.setdefault(row["run_id"], {})[Verdict(row["verdict"])] = row["n"]
+        return counts
+
+
+def _claim(row: sqlite3.Row) -> Claim:
+    return Claim(
+        sentence=row["sentence"],
+        sources=json.loads(row["sources"]),
+        verdict=Verdict(row["verdict"]),
+        method=row["method"],
+        note=row["note"],
+    )
+
+
+def _write_claims(conn: sqlite3.Connection, run_id: str, support: Support) -> None:
+    conn.execute("DELETE FROM claims WHERE run_id = ?", (run_id,))
+    conn.executemany(
+        "INSERT INTO claims (run_id, n, sentence, sources, verdict, method, note) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, n, c.sentence, json.dumps(c.sources), c.verdict.value, c.method, c.note)
+            for n, c in enumerate(support.claims, start=1)
+        ],
+    )

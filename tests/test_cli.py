@@ -196,7 +196,7 @@ async def test_control_characters_never_reach_the_store_or_the_screen(
     code, out, _ = await cli.run("history")
     assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
     code, out, _ = await cli.run("history", "--json")
-    assert json.loads(out)[0]["topic"] == "Acme]0;pwned [2JRobotics"
+    assert json.loads(out)[0]["topic"] == "Acme Robotics"
 
 
 async def test_a_model_without_a_price_says_cost_unknown(
@@ -210,3 +210,40 @@ async def test_a_model_without_a_price_says_cost_unknown(
     assert "cost unknown" in out and "$0.00" not in out
     code, out, _ = await cli.run("history", "--json")
     assert json.loads(out)[0]["cost_usd"] is None
+
+
+async def test_a_german_request_gets_a_german_report_and_an_unknown_language_is_refused(
+    cli: Cli, anthropic_api: FakeAnthropic
+) -> None:
+    german = "# Acme Robotics GmbH\n\n## Kurzfassung\n- Baut Roboter [1].\n\n## Überblick\nSeit 2015 [1].\n"
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "Acme Robotics"})]), reply_text(german)
+    )
+
+    code, out, err = await cli.run("research", "Acme Robotics", "--language", "de-DE")
+
+    assert code == 0, err
+    task = json.dumps(anthropic_api.requests[0]["messages"][0], ensure_ascii=False)
+    assert "Write the report in German (Deutsch)" in task
+    markdown = Path(out.strip()).read_text()
+    assert "*Unternehmensrecherche · " in markdown
+    assert "## Kurzfassung\n\n- Baut Roboter [1]." in markdown
+    assert "## Quellen" in markdown and "Ende: completed" in markdown
+    assert "## TL;DR" not in markdown and "## Sources" not in markdown
+
+    code, _, err = await cli.run("research", "Acme Robotics", "--language", "tlh")
+    assert code == 2 and "de, en, es, fr, it, ja, pt, ru" in err
+
+
+async def test_without_language_the_topic_decides(cli: Cli, anthropic_api: FakeAnthropic) -> None:
+    anthropic_api.script(reply_text("# Яндекс\n\n## Кратко\n- Поисковая компания.\n"))
+
+    code, out, err = await cli.run("research", "Яндекс")
+
+    assert code == 0, err
+    assert "Write the report in Russian (Русский)" in json.dumps(
+        anthropic_api.requests[0]["messages"][0], ensure_ascii=False
+    )
+    markdown = Path(out.strip()).read_text()
+    assert "*Исследование компании · " in markdown
+    assert "## Кратко\n\n- Поисковая компания." in markdown

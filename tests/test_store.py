@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sqlite3
 from collections.abc import AsyncIterator
@@ -303,3 +304,43 @@ async def test_a_cancelled_append_still_lands_and_leaves_the_store_usable(store:
         await pending
     await store.append_event(run.run_id, Notice(message="second"))
     assert [event.kind for event in await store.events(run.run_id)] == ["notice", "notice"]
+
+
+async def test_group_commit_keeps_each_runs_order_and_resumes_only_when_durable(
+    store: Store, db_path: Path
+) -> None:
+    runs = [await store.create_run(request(f"topic {i}")) for i in range(20)]
+    commits_before = store._db.commits
+
+    async def emit(run_id: str) -> None:
+        for n in range(1, 11):
+            await store.append_event(run_id, Notice(message=str(n)))
+            # What another process sees the moment this caller resumes: its event, committed.
+            sql = f"SELECT COUNT(*) FROM events WHERE run_id = '{run_id}'"
+            assert await asyncio.to_thread(query_file, db_path, sql) == [(n,)]
+
+    await asyncio.gather(*(emit(run.run_id) for run in runs))
+
+    for run in runs:
+        rows = query_file(
+            db_path, f"SELECT seq, payload FROM events WHERE run_id = '{run.run_id}' ORDER BY seq"
+        )
+        assert [seq for seq, _ in rows] == list(range(1, 11))
+        assert [json.loads(payload)["message"] for _, payload in rows] == [
+            str(n) for n in range(1, 11)
+        ]
+    # 200 events from 20 runs at once share transactions: far fewer commits than events.
+    assert store._db.commits - commits_before < 100
+
+
+async def test_a_failing_append_fails_only_its_caller(store: Store, db_path: Path) -> None:
+    runs = [await store.create_run(request(f"topic {i}")) for i in range(3)]
+    appends = [store.append_event(run.run_id, Notice(message="kept")) for run in runs]
+    appends.insert(1, store.append_event("nosuchrun00", Notice(message="lost")))
+
+    results = await asyncio.gather(*appends, return_exceptions=True)
+
+    assert isinstance(results[1], NotFoundError)
+    assert [result for i, result in enumerate(results) if i != 1] == [None, None, None]
+    assert query_file(db_path, "SELECT COUNT(*) FROM events") == [(3,)]
+    assert query_file(db_path, "SELECT COUNT(*) FROM events WHERE run_id = 'nosuchrun00'") == [(0,)]

@@ -32,6 +32,7 @@ from bot.agent.events import (
     add_costs,
     format_cost,
 )
+from bot.agent.i18n import frame
 from bot.domain import RunRecord
 from bot.errors import BotError
 from bot.runs import Outcome
@@ -174,7 +175,7 @@ def outcome_summary(outcome: Outcome) -> str:
     elif outcome.recovered:
         lines.append("This run was interrupted by a restart and finished from what it had found.")
     if outcome.report is not None:
-        lines.append(f"TL;DR: {outcome.report.tldr}")
+        lines.append(f"{frame(outcome.report.language).tldr}: {outcome.report.tldr}")
     if outcome.error:
         lines.append(outcome.error)
     return "\n".join(lines)

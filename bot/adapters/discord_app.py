@@ -26,6 +26,7 @@ from bot.adapters.discord_views import (
     research_group,
     safe_text,
 )
+from bot.agent.i18n import language_for
 from bot.agent.report import report_filename
 from bot.config import Settings
 from bot.domain import Mode, Origin, Request, RunRecord
@@ -131,9 +132,13 @@ class ResearchClient(discord.AutoShardedClient):
             user_name=user.display_name,
         )
         follow = CommandFollow(self.progress)
-        record = await self.runs.submit(
-            Request(topic=command.topic, mode=command.mode, origin=origin), follow
+        request = Request(
+            topic=command.topic,
+            mode=command.mode,
+            origin=origin,
+            language=language_for(interaction.locale.value, command.topic),
         )
+        record = await self.runs.submit(request, follow)
         await self._report_start(interaction, record, follow)
 
     async def _report_start(

@@ -16,6 +16,7 @@ import discord
 from discord import app_commands
 
 from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Mode
 from bot.errors import ConfigError
@@ -59,8 +60,8 @@ def reaction_emoji(setting: str) -> str:
 
 def safe_text(text: str) -> str:
     """Untrusted text (the model's, the web's) made inert for display: no broadcast, user or role
-    mention survives even if allowed mentions were ever loosened."""
-    return discord.utils.escape_mentions(defuse_broadcasts(text))
+    mention survives even if allowed mentions were ever loosened, and only http(s) links stay."""
+    return discord.utils.escape_mentions(defuse_broadcasts(web_links_only(text)))
 
 
 def status_embed(view: StatusView) -> discord.Embed:

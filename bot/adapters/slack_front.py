@@ -33,6 +33,7 @@ from bot.adapters.slack_sink import (
     slack_errors,
     upload_file,
 )
+from bot.agent.i18n import language_for
 from bot.agent.report import report_filename
 from bot.config import Settings
 from bot.domain import Origin, Request, RunRecord
@@ -77,6 +78,8 @@ class SlackFrontEnd:
         self._emoji = settings.summarize_emoji.strip(":")
         self._parents: dict[tuple[str, str], str] = {}
         """(channel, parent ts) -> run id, for the runs this process can still summarize."""
+        self._locales: dict[tuple[str, str], str] = {}
+        """(team, user) -> the user's Slack locale (`de-DE`), asked once per user."""
         secret = settings.slack_signing_secret
         self.app = AsyncApp(
             client=self.client,
@@ -197,7 +200,13 @@ class SlackFrontEnd:
                 user_name=command.get("user_name", ""),
             )
             progress = self._progress(origin, parsed.topic, parsed.mode.value, respond=respond)
-            request = Request(topic=parsed.topic, mode=parsed.mode, origin=origin)
+            locale = await self._locale(team, origin.user)
+            request = Request(
+                topic=parsed.topic,
+                mode=parsed.mode,
+                origin=origin,
+                language=language_for(locale, parsed.topic),
+            )
             record = await self._runs.submit(request, progress)
             progress.view.run_id = record.run_id
             log.info(
@@ -207,6 +216,20 @@ class SlackFrontEnd:
                 team,
                 origin.channel,
             )
+
+    async def _locale(self, team: str, user: str) -> str | None:
+        """The user's locale from `users.info` (cached); None when Slack will not say (an
+        install without `users:read`): the topic's language decides then."""
+        key = (team, user)
+        if key not in self._locales:
+            try:
+                with slack_errors():
+                    info = await self.client.users_info(user=user, include_locale=True)
+            except ChatError as error:
+                log.warning("slack: no locale for %s: %s", user, error)
+                return None
+            self._locales[key] = str((info.get("user") or {}).get("locale") or "")
+        return self._locales[key] or None
 
     async def _show(self, run_id: str, command: dict[str, Any], respond: AsyncRespond) -> None:
         """Re-post a past report of this workspace here: its TL;DR, and the file in the thread."""

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import Mode
 
@@ -128,11 +129,12 @@ def _button(
 
 
 def message_text(text: str) -> str:
-    """A thread reply made from untrusted text."""
-    return clip(escape(text), MESSAGE_CHARS)
+    """A thread reply made from untrusted text (only its http(s) links stay links)."""
+    return clip(escape(web_links_only(text)), MESSAGE_CHARS)
 
 
 def shared_report_text(user_id: str, run_id: str, title: str, tldr: str) -> str:
     """`/research show`: who re-shared which report, and its TL;DR."""
     head = f"{mention(user_id)} shared report `{escape(run_id)}`: *{escape(title)}*"
-    return clip(f"{head}\nTL;DR: {escape(tldr)}\nThe full report is in the thread.", MESSAGE_CHARS)
+    tldr = escape(web_links_only(tldr))
+    return clip(f"{head}\nTL;DR: {tldr}\nThe full report is in the thread.", MESSAGE_CHARS)

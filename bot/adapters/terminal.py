@@ -23,7 +23,8 @@ from bot.agent.events import (
     add_costs,
     format_cost,
 )
-from bot.domain import RunRecord
+from bot.agent.fence import plain
+from bot.domain import RunRecord, strip_controls
 from bot.runs import Outcome, RunManager
 
 
@@ -53,7 +54,7 @@ class TerminalProgress:
             self._urls.update(s.url for s in event.sources)
             view.sources = len(self._urls)
             if event.is_error:
-                line = f"  ! {event.content.splitlines()[0][:160]}"
+                line = f"  ! {plain(event.content)[:160]}"
         elif isinstance(event, UsageRecorded):
             view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
@@ -68,7 +69,7 @@ class TerminalProgress:
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         self.outcome = outcome
         self.close()
-        self._console.print(escape(outcome_summary(outcome)))
+        self._console.print(escape(strip_controls(outcome_summary(outcome))))
 
     def close(self) -> None:
         if self._live is not None:
@@ -76,15 +77,17 @@ class TerminalProgress:
             self._live = None
 
     def _print(self, line: str) -> None:
-        # Model and web text: printed as text, never interpreted as rich markup.
+        # Model and web text: printed as text, never as rich markup or terminal escapes.
         prefix = f"[turn {self.view.turn}] " if self.view.turn else ""
-        self._console.print(Text(prefix + line))
+        self._console.print(Text(strip_controls(prefix + line)))
 
     def _status(self) -> Text:
         v = self.view
         return Text(
-            f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · {format_cost(v.cost_usd, 3)} · "
-            f"{v.action}  (Ctrl-C: summarize now, twice: cancel)"
+            strip_controls(
+                f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · "
+                f"{format_cost(v.cost_usd, 3)} · {v.action}  (Ctrl-C: summarize now, twice: cancel)"
+            )
         )
 
 

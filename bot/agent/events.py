@@ -158,6 +158,20 @@ class RunFinished(_Event):
     """For a person: what failed and what to do, when something did."""
 
 
+class FinishReviewed(_Event):
+    """The finish guard looked at a report offered early (seed 002), at most once per run."""
+
+    kind: Literal["finish_reviewed"] = "finish_reviewed"
+    turn: int
+    ready: bool
+    """False: the model was given `feedback` and went on researching."""
+    missing: list[str] = Field(default_factory=list)
+    """Required sections the check found missing or empty."""
+    unsupported: int = 0
+    """Cited claims the deterministic check did not find in their sources."""
+    feedback: str = ""
+
+
 Event = Annotated[
     RunQueued
     | RunStarted
@@ -169,7 +183,8 @@ Event = Annotated[
     | Notice
     | SynthesisStarted
     | ReportReady
-    | RunFinished,
+    | RunFinished
+    | FinishReviewed,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

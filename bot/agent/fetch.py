@@ -7,24 +7,27 @@ import logging
 import ssl
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from types import TracebackType
 
 import httpx
-import trafilatura
 from pydantic import BaseModel, ConfigDict, Field
-from trafilatura.settings import Document
 
+from bot.agent.budget import Allowance, ReadBudget
+from bot.agent.extract import HTML_TYPES, Body, Extractor, Page, extract_page
 from bot.agent.netguard import NetGuard, Resolver, Target
 from bot.errors import FetchRefused, ToolError
+
+__all__ = ["USER_AGENT", "FetchLimits", "Page", "PageFetcher"]
 
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "research-bot/0.1 (+https://github.com/research-bot)"
 MiB = 1024 * 1024
-MAX_TITLE_CHARS = 300
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_TEXT_TYPES = _HTML_TYPES | {"text/plain", "text/markdown", "application/json"}
+INFLATE_CHUNK = 64 * 1024
+"""Most bytes one inflate step makes: a bomb never holds more than the cap plus this."""
+INLINE_TEXT_BYTES = 256 * 1024
+"""Plain text, Markdown and JSON up to this size are decoded right here: no worker needed."""
+_TEXT_TYPES = HTML_TYPES | {"text/plain", "text/markdown", "application/json"}
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HEADERS = {
     "User-Agent": USER_AGENT,
@@ -54,25 +57,6 @@ class FetchLimits(BaseModel):
     """Extracted text longer than this is cut, with a visible marker."""
 
 
-class Page(BaseModel):
-    """What `read_page` gives the model: the main text of one page."""
-
-    url: str
-    """The final URL, after redirects."""
-    title: str
-    text: str
-    truncated: bool
-    """True when `text` was cut at `FetchLimits.max_text_chars`."""
-
-
-@dataclass(frozen=True)
-class _Body:
-    url: httpx.URL
-    media_type: str
-    charset: str | None
-    data: bytes
-
-
 class PageFetcher:
     """Fetches pages for the agent; create one, share it, close it (`async with`)."""
 
@@ -83,10 +67,17 @@ class PageFetcher:
         resolver: Resolver | None = None,
         limits: FetchLimits | None = None,
         verify: ssl.SSLContext | None = None,
+        extractor: Extractor | None = None,
+        budget: ReadBudget | None = None,
     ) -> None:
-        """`verify` is the trust store for https (default: certifi's); tests pass a test CA."""
+        """`verify` is the trust store for https (default: certifi's); tests pass a test CA.
+        `extractor` is the process pool pages are extracted in (None: a thread of this
+        process, for tests and one-off use); `budget` is shared by every fetcher of the
+        process (None: one of its own)."""
         self._guard = NetGuard(allow_hosts, resolver)
         self.limits = limits or FetchLimits()
+        self._extractor = extractor
+        self.budget = budget or ReadBudget()
         # Pinning: each request goes to the checked IP in the URL, with the real name in the
         # Host header and in httpcore's `sni_hostname` extension, so TLS still verifies the
         # certificate against the name. Nothing resolves the name again (no DNS rebinding),
@@ -124,26 +115,34 @@ class PageFetcher:
         """The main text of `url`; FetchRefused or ToolError (readable by the model) on failure."""
         deadline = self.limits.deadline_s
         try:
-            async with asyncio.timeout(deadline):
-                body = await self._download(url)
-                page = await asyncio.to_thread(_to_page, body, self.limits.max_text_chars)
+            async with asyncio.timeout(deadline), self.budget.slot() as allowance:
+                body = await self._download(url, allowance)
+                page = await self._extract(body)
         except TimeoutError as exc:
             raise ToolError(f"timed out: reading {url} took more than {deadline:g} s") from exc
         logger.info("fetched %s: %d bytes, %d chars", page.url, len(body.data), len(page.text))
         return page
 
-    async def _download(self, url: str) -> _Body:
+    async def _extract(self, body: Body) -> Page:
+        max_chars = self.limits.max_text_chars
+        if body.media_type not in HTML_TYPES and len(body.data) <= INLINE_TEXT_BYTES:
+            return extract_page(body, max_chars)  # the fast path: decoding only, microseconds
+        if self._extractor is None:
+            return await asyncio.to_thread(extract_page, body, max_chars)
+        return await self._extractor.extract(body, max_chars)
+
+    async def _download(self, url: str, allowance: Allowance) -> Body:
         current: str | httpx.URL = url
         for _ in range(self.limits.max_redirects + 1):
             target = await self._guard.check(current)
-            result = await self._get(target)
-            if isinstance(result, _Body):
+            result = await self._get(target, allowance)
+            if isinstance(result, Body):
                 return result
             logger.debug("redirect %s -> %s", target.url, result)
             current = result
         raise FetchRefused(f"refused: more than {self.limits.max_redirects} redirects from {url}")
 
-    async def _get(self, target: Target) -> _Body | httpx.URL:
+    async def _get(self, target: Target, allowance: Allowance) -> Body | httpx.URL:
         """The body, or the URL a redirect points to."""
         extensions: dict[str, object] = {"timeout": self._timeouts}
         if target.url.scheme == "https":
@@ -157,7 +156,7 @@ class PageFetcher:
         try:
             response = await self._transport.handle_async_request(request)
             try:
-                return await self._read(target.url, response)
+                return await self._read(target.url, response, allowance)
             finally:
                 await response.aclose()
         except httpx.TimeoutException as exc:
@@ -167,7 +166,9 @@ class PageFetcher:
             detail = f"{exc.__class__.__name__}: {reason}"[:300]
             raise ToolError(f"could not fetch {target.url}: {detail}") from exc
 
-    async def _read(self, url: httpx.URL, response: httpx.Response) -> _Body | httpx.URL:
+    async def _read(
+        self, url: httpx.URL, response: httpx.Response, allowance: Allowance
+    ) -> Body | httpx.URL:
         status = response.status_code
         if status in _REDIRECTS and "location" in response.headers:
             try:
@@ -181,109 +182,84 @@ class PageFetcher:
         if media_type not in _TEXT_TYPES:
             kind = media_type or "a response without a content type"
             raise FetchRefused(f"refused: {url} is {kind}, not a text page")
-        data = await self._read_body(url, response)
-        return _Body(url=url, media_type=media_type, charset=response.charset_encoding, data=data)
+        data = await self._read_body(url, response, allowance)
+        return Body(
+            url=str(url),
+            # raw_host: `host` would decode IDNA, and raise on a bogus `xn--` label.
+            host=url.raw_host.decode("ascii"),
+            media_type=media_type,
+            charset=response.charset_encoding,
+            data=data,
+        )
 
-    async def _read_body(self, url: httpx.URL, response: httpx.Response) -> bytes:
+    async def _read_body(
+        self, url: httpx.URL, response: httpx.Response, allowance: Allowance
+    ) -> bytearray:
         cap = self.limits.max_raw_bytes
         too_big = FetchRefused(f"refused: {url} is larger than {cap:,} bytes")
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
             raise too_big
         encoding = response.headers.get("content-encoding", "identity")
-        inflater = _Inflater(encoding, self.limits.max_decoded_bytes, url)
-        parts: list[bytes] = []
+        inflater = _Inflater(encoding, self.limits.max_decoded_bytes, url, allowance)
         received = 0
         # aiter_raw, not aiter_bytes: httpx would inflate without any bound.
         async for chunk in response.aiter_raw():
             received += len(chunk)
             if received > cap:
                 raise too_big
-            parts.append(inflater.feed(chunk))
-        parts.append(inflater.flush())
-        return b"".join(parts)
+            if inflater.compressed:
+                # Inflating a bomb's chunk is milliseconds of CPU: a thread (zlib lets go of
+                # the GIL while it inflates), never the event loop.
+                await asyncio.to_thread(inflater.feed, chunk)
+            else:
+                inflater.feed(chunk)
+        inflater.flush()
+        return inflater.body
 
 
 class _Inflater:
-    """Undoes Content-Encoding with zlib, never producing more than `cap` bytes in all."""
+    """Undoes Content-Encoding into `body`, at most INFLATE_CHUNK bytes a step, never holding
+    more than `cap` (plus one step) and counting every byte against the process budget."""
 
-    def __init__(self, encoding: str, cap: int, url: httpx.URL) -> None:
+    def __init__(self, encoding: str, cap: int, url: httpx.URL, allowance: Allowance) -> None:
         encoding = encoding.strip().lower()
         if encoding not in ("identity", "", "gzip", "x-gzip", "deflate"):
             raise FetchRefused(f"refused: {url} is sent with unsupported encoding {encoding!r}")
         self._encoding = encoding
+        self.compressed = encoding not in ("identity", "")
         self._cap = cap
         self._url = url
-        self._produced = 0
+        self._allowance = allowance
         self._zlib: zlib._Decompress | None = None
+        self.body = bytearray()
 
-    def feed(self, data: bytes) -> bytes:
-        if self._encoding in ("identity", "") or not data:
-            return self._count(data)
+    def feed(self, data: bytes) -> None:
+        if not self.compressed or not data:
+            self._keep(data)
+            return
         if self._zlib is None:
             # HTTP "deflate" should be zlib-wrapped, yet some servers send it raw (as httpx allows).
             raw = self._encoding == "deflate" and data[:1] != b"\x78"
             bits = zlib.MAX_WBITS | 16 if "gzip" in self._encoding else zlib.MAX_WBITS
             self._zlib = zlib.decompressobj(-zlib.MAX_WBITS if raw else bits)
-        out: list[bytes] = []
         try:
             while data:
                 # One byte over what is left, so reaching the cap is seen without holding more.
-                out.append(self._count(self._zlib.decompress(data, self._cap - self._produced + 1)))
+                room = min(INFLATE_CHUNK, self._cap - len(self.body) + 1)
+                self._keep(self._zlib.decompress(data, room))
                 data = self._zlib.unconsumed_tail
         except zlib.error as exc:
             raise ToolError(f"could not fetch {self._url}: broken {self._encoding} body") from exc
-        return b"".join(out)
 
-    def flush(self) -> bytes:
-        return self._count(self._zlib.flush()) if self._zlib else b""
+    def flush(self) -> None:
+        if self._zlib is not None:
+            self._keep(self._zlib.flush())  # the tail of one step, at most
 
-    def _count(self, data: bytes) -> bytes:
-        self._produced += len(data)
-        if self._produced > self._cap:
+    def _keep(self, data: bytes) -> None:
+        if len(self.body) + len(data) > self._cap:
             raise FetchRefused(
                 f"refused: {self._url} decompresses to more than {self._cap:,} bytes"
             )
-        return data
-
-
-def _to_page(body: _Body, max_chars: int) -> Page:
-    """Main text and title (sync CPU work: run in a thread)."""
-    title = ""
-    if body.media_type in _HTML_TYPES:
-        # Without a declared charset trafilatura reads the bytes and finds the encoding itself.
-        html = _decode(body.data, body.charset) if body.charset else body.data
-        doc = trafilatura.bare_extraction(
-            html, url=str(body.url), include_comments=False, include_links=False, with_metadata=True
-        )
-        if isinstance(doc, Document):
-            text, title = doc.text or "", doc.title or ""
-        else:
-            text = ""
-    else:
-        text = _decode(body.data, body.charset)
-    text = text.strip()
-    if not text:
-        raise ToolError(f"no readable text at {body.url}")
-    truncated = len(text) > max_chars
-    if truncated:
-        text = (
-            text[:max_chars]
-            + f"\n\n[… text cut here: the page is longer than {max_chars:,} characters]"
-        )
-    # raw_host: `host` would decode IDNA, and raise on a bogus `xn--` label.
-    title = title.strip()[:MAX_TITLE_CHARS] or body.url.raw_host.decode("ascii")
-    return Page(url=str(body.url), title=title, text=text, truncated=truncated)
-
-
-def _decode(data: bytes, charset: str | None) -> str:
-    """Text in any charset the server names; utf-8 when it names nothing we can use."""
-    try:
-        text = data.decode(charset or "utf-8", "replace")
-    except (LookupError, ValueError):
-        # An unknown codec, one that is not for text ("zlib"), or one that rejects "replace"
-        # ("idna", "undefined"); a charset with a NUL in it is a ValueError too.
-        text = data.decode("utf-8", "replace")
-    # utf-7 and unicode_escape can yield lone surrogates, which no utf-8 encoder (SQLite,
-    # the JSON of the next model request) accepts: make them "?".
-    return text.encode("utf-8", "replace").decode("utf-8")
+        self._allowance.take(len(data))
+        self.body += data

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from bot.agent.calls import Limits, model_call
+from bot.agent.claims import ClaimChecker
 from bot.agent.compress import Compressor, compact_form, compact_if_full
 from bot.agent.control import Control
 from bot.agent.events import (
@@ -27,6 +28,7 @@ from bot.agent.events import (
     TurnStarted,
     UsageRecorded,
 )
+from bot.agent.guard import FinishGuard
 from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
 from bot.agent.prompts import continue_after_max_tokens, system_prompt, task
 from bot.agent.state import RunState, Stop, fence, guarded
@@ -52,7 +54,13 @@ class Researcher:
         self._compressor = compressor
         self._limits = limits
         self._tools = toolbox.schemas()
-        self._writeup = WriteUp(model, limits=limits, tools=self._tools)
+        # The fast model that compresses tool output also checks reports (claims, finish guard).
+        fast, timeout_s = compressor.model, limits.model_timeout_s
+        self._guard = FinishGuard(
+            model, fast_model=fast, max_turns=limits.max_turns, timeout_s=timeout_s
+        )
+        claims = ClaimChecker(model, fast_model=fast, timeout_s=timeout_s)
+        self._writeup = WriteUp(model, limits=limits, tools=self._tools, claims=claims)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
         return _drain(lambda emit: self._work(run_id, request, control, emit))
@@ -90,7 +98,7 @@ class Researcher:
             emit,
             self._deadline(),
             system=system_prompt(request.mode),
-            task=task(request.mode, request.topic),
+            task=task(request.mode, request.topic, request.language),
             run_id=run_id,
         )
         emit(RunStarted(topic=request.topic, mode=request.mode.value))
@@ -103,7 +111,7 @@ class Researcher:
             log.exception("run %s: research failed unexpectedly", run_id)
             await self._writeup.end(run, control, Stop("error", _unexpected(run_id)))
         else:
-            self._writeup.completed(run, text)
+            await self._writeup.completed(run, text)
 
     async def _turns(self, run: RunState, control: Control) -> str:
         while run.turn < self._limits.max_turns:
@@ -112,9 +120,11 @@ class Researcher:
             run.emit(TurnStarted(turn=run.turn))
             reply = await self._ask(run, control, model_call(run, self._tools, self._limits))
             if reply.stop_reason in ("end_turn", "stop_sequence"):
-                if reply.text:
+                if not reply.text:
+                    raise Stop("llm_error", "The model ended without writing a report.")
+                if await self._guard.accepts(run, control, reply):
                     return reply.text
-                raise Stop("llm_error", "The model ended without writing a report.")
+                continue  # the finish guard sent it back with feedback
             if reply.stop_reason == "tool_use":
                 run.messages.append({"role": "assistant", "content": reply.content})
                 if reply.text:

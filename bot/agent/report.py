@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from bot.agent.support import Support
+from bot.agent.citations import check
+from bot.agent.i18n import DEFAULT, TLDR_HEADINGS, frame
+from bot.agent.support import Support, support_line
+from bot.agent.urls import normalize_url
 
 if TYPE_CHECKING:
     from bot.domain import RunRecord
@@ -20,6 +23,8 @@ class Source(BaseModel):
     url: str
     title: str = ""
     snippet: str = ""
+    read: bool = False
+    """The run read the page (read_page); False: it only saw a search result's snippet."""
 
 
 class Section(BaseModel):
@@ -50,139 +55,89 @@ class SourceRegistry:
         self.sources: list[Source] = []
 
     def add(self, source: Source) -> int:
-        key = _normal_url(source.url)
+        """The source's number; a search result read later keeps its number and becomes read."""
+        key = normalize_url(source.url)
         if key not in self._by_url:
             self.sources.append(source)
             self._by_url[key] = len(self.sources)
+        else:
+            self._upgrade(self._by_url[key], source)
         return self._by_url[key]
 
     def restore(self, number: int, source: Source) -> None:
         """Put back a source under the number it had (rebuilding a run from its stored events)."""
         while len(self.sources) < number:
             self.sources.append(Source(url=f"missing:{len(self.sources) + 1}"))
-        self.sources[number - 1] = source
-        self._by_url[_normal_url(source.url)] = number
+        if self.sources[number - 1].url.startswith("missing:"):
+            self.sources[number - 1] = source
+        else:
+            self._upgrade(number, source)
+        self._by_url[normalize_url(source.url)] = number
+
+    def _upgrade(self, number: int, source: Source) -> None:
+        if source.read and not self.sources[number - 1].read:
+            self.sources[number - 1] = source
 
     def alias(self, url: str, number: int) -> None:
         """Another URL for an already numbered source (the address before a redirect)."""
-        self._by_url.setdefault(_normal_url(url), number)
+        self._by_url.setdefault(normalize_url(url), number)
 
     def number(self, url: str) -> int | None:
-        return self._by_url.get(_normal_url(url))
+        return self._by_url.get(normalize_url(url))
 
     def get(self, n: int) -> Source | None:
         return self.sources[n - 1] if 1 <= n <= len(self.sources) else None
 
 
-def _normal_url(url: str) -> str:
-    return url.split("#", 1)[0].rstrip("/")
-
-
-_CITATION = re.compile(r"( ?)\[(\d+(?:\s*,\s*\d+)*)\](?!\()")
-_LINK = re.compile(r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)")
-_HEADING = re.compile(r"^(#{1,2})\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_TLDR = {"tl;dr", "tldr", "tl; dr"}
-_SOURCES = {"sources", "references", "bibliography"}
-
-
-def parse_report(text: str, registry: SourceRegistry, *, topic: str, mode: str) -> Report:
-    """Turn the model's Markdown into a Report whose citations all point at retrieved sources."""
-    title = f"Research: {topic}"
-    preamble: list[str] = []
-    sections: list[Section] = []
-    position = 0
-    heading: str | None = None
-    for match in _HEADING.finditer(text):
-        chunk = text[position : match.start()].strip()
-        _file(heading, chunk, preamble, sections)
-        level, name = match.groups()
-        if level == "#" and not sections and heading is None:
-            title, heading = name, None
-        else:
-            heading = name
-        position = match.end()
-    _file(heading, text[position:].strip(), preamble, sections)
-
-    tldr = next((s.body for s in sections if s.heading.strip().lower() in _TLDR), "")
-    sections = [s for s in sections if s.heading.strip().lower() not in _TLDR | _SOURCES]
-    if preamble:
-        sections.insert(0, Section(heading="Overview", body="\n\n".join(preamble)))
+def parse_report(
+    text: str, registry: SourceRegistry, *, topic: str, mode: str, language: str = DEFAULT
+) -> Report:
+    """Turn the model's Markdown into a Report whose citations all point at retrieved sources:
+    checked on the parsed document (see `bot.agent.citations`)."""
+    words = frame(language)
+    checked = check(text, registry.number, len(registry.sources))
+    sections = [
+        Section(heading=heading or words.overview, body=body)
+        for heading, body in checked.sections
+        if heading is not None or body
+    ]
+    tldr = next((s.body for s in sections if _is_tldr(s.heading)), "")
+    sections = [s for s in sections if not _is_tldr(s.heading)]
     if not tldr and sections:
         tldr = sections[0].body.split("\n\n", 1)[0]
-    renumber = _Renumber(registry)
     return Report(
-        title=renumber.strip_links(title),
-        tldr=renumber(tldr),
-        sections=[Section(heading=s.heading, body=renumber(s.body)) for s in sections],
-        sources=renumber.cited,
+        title=checked.title or words.research_title.format(topic=topic),
+        tldr=tldr,
+        sections=sections,
+        sources=[source for n in checked.cited if (source := registry.get(n)) is not None],
         mode=mode,
+        language=language,
+        support=Support(unverified=checked.unverified) if checked.unverified else None,
     )
 
 
-def _file(heading: str | None, chunk: str, preamble: list[str], sections: list[Section]) -> None:
-    if heading is None:
-        if chunk:
-            preamble.append(chunk)
-    else:
-        sections.append(Section(heading=heading, body=chunk))
+def _is_tldr(heading: str) -> bool:
+    return heading.strip().casefold() in TLDR_HEADINGS
 
 
-class _Renumber:
-    """Maps the run's source numbers to the report's, in order of first citation; drops the rest."""
-
-    def __init__(self, registry: SourceRegistry) -> None:
-        self._registry = registry
-        self._new: dict[int, int] = {}
-        self.cited: list[Source] = []
-
-    def __call__(self, text: str) -> str:
-        text = _LINK.sub(self._link, text)
-        return _CITATION.sub(self._citation, text)
-
-    @staticmethod
-    def strip_links(text: str) -> str:
-        return _LINK.sub(lambda match: match.group(1), text)
-
-    def _link(self, match: re.Match[str]) -> str:
-        """A link to a retrieved page becomes a citation; a URL the run never saw keeps only
-        its words."""
-        label, url = match.groups()
-        number = self._registry.number(url)
-        return f"{label} [{number}]" if number else label
-
-    def _citation(self, match: re.Match[str]) -> str:
-        space, group = match.groups()
-        numbers = [self._map(int(n)) for n in group.split(",")]
-        kept = sorted({n for n in numbers if n is not None})
-        return space + "".join(f"[{n}]" for n in kept) if kept else ""
-
-    def _map(self, old: int) -> int | None:
-        source = self._registry.get(old)
-        if source is None:
-            return None
-        if old not in self._new:
-            self.cited.append(source)
-            self._new[old] = len(self.cited)
-        return self._new[old]
-
-
-def evidence_report(topic: str, mode: str, registry: SourceRegistry, why: str) -> Report:
+def evidence_report(
+    topic: str, mode: str, registry: SourceRegistry, why: str, *, language: str = DEFAULT
+) -> Report:
     """A report built without the model from what the run retrieved, so no work is lost."""
+    words = frame(language)
     lines = [
         f"[{n}] **{s.title or s.url}**: {s.snippet[:400]}".rstrip(": ")
         for n, s in enumerate(registry.sources, start=1)
     ]
-    body = "\n\n".join(lines) if lines else "No sources were retrieved before the run stopped."
+    body = "\n\n".join(lines) if lines else words.nothing_retrieved
     return Report(
-        title=f"Research: {topic} (sources only)",
-        tldr=(
-            f"{why} This report lists what the research found, unedited: titles, links and "
-            "snippets, not an analysis."
-        ),
-        sections=[Section(heading="What was found", body=body)],
+        title=f"{words.research_title.format(topic=topic)} {words.sources_only}",
+        tldr=f"{why} {words.evidence_note}",
+        sections=[Section(heading=words.evidence_heading, body=body)],
         sources=list(registry.sources),
         mode=mode,
         from_evidence_only=True,
+        language=language,
     )
 
 
@@ -191,12 +146,14 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     # Imported here: bot.agent.events imports this module for Report and Source.
     from bot.agent.events import format_cost
 
+    words = frame(report.language)
+    kind = words.contracts if report.mode == "contracts" else words.company
     out = [
         f"# {report.title}",
         "",
-        f"*{report.mode.capitalize()} research · {report.created_at:%Y-%m-%d}*",
+        f"*{kind} · {report.created_at:%Y-%m-%d}*",
         "",
-        "## TL;DR",
+        f"## {words.tldr}",
         "",
         report.tldr.strip(),
         "",
@@ -204,26 +161,38 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     for section in report.sections:
         out += [f"## {section.heading}", "", section.body.strip(), ""]
     if report.sources:
-        out += ["## Sources", ""]
-        out += [
-            f"{n}. [{_escape_label(s.title or s.url)}]({s.url})"
-            for n, s in enumerate(report.sources, start=1)
-        ]
+        out += [f"## {words.sources}", ""]
+        out += [_source_line(n, s) for n, s in enumerate(report.sources, start=1)]
         out.append("")
+    out += ["---", ""] + ([support_line(report.support), ""] if report.support else [])
     out += [
-        "---",
-        "",
-        f"Run `{run.run_id}` · {run.turns} turns · ending: {ending} · "
-        f"tokens in {run.input_tokens:,} / out {run.output_tokens:,} / "
-        f"cache read {run.cache_read_tokens:,} / cache write {run.cache_write_tokens:,} · "
-        f"{format_cost(run.cost_usd, 4)}",
+        words.footer.format(
+            run_id=run.run_id,
+            turns=run.turns,
+            ending=ending,
+            input=f"{run.input_tokens:,}",
+            output=f"{run.output_tokens:,}",
+            cache_read=f"{run.cache_read_tokens:,}",
+            cache_write=f"{run.cache_write_tokens:,}",
+            cost=format_cost(run.cost_usd, 4),
+        ),
         "",
     ]
     return "\n".join(out)
 
 
-def _escape_label(text: str) -> str:
-    return text.replace("[", "(").replace("]", ")").replace("\n", " ")
+SEEN_ONLY = "(search result only)"
+"""After a source the run never read: the citation rests on a search snippet."""
+
+
+def _source_line(n: int, source: Source) -> str:
+    label = source.title or source.url
+    label = label.replace("[", "(").replace("]", ")").replace("\n", " ")
+    target = source.url
+    if any(ch in target for ch in "()<> "):
+        # Angle brackets keep an address with parentheses or spaces whole.
+        target = "<" + target.replace("<", "%3C").replace(">", "%3E").replace(" ", "%20") + ">"
+    return f"{n}. [{label}]({target})" + ("" if source.read else f" {SEEN_ONLY}")
 
 
 def report_filename(run: RunRecord) -> str:

@@ -8,7 +8,6 @@ import logging
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from ddgs import DDGS
@@ -18,6 +17,7 @@ from tavily import AsyncTavilyClient
 from tavily import errors as tavily_errors
 
 from bot.agent.report import Source
+from bot.agent.urls import normalize_url
 from bot.config import Settings
 from bot.errors import ConfigError, ToolError
 
@@ -108,17 +108,6 @@ def clip(text: str, limit: int) -> str:
     if space > limit * 0.8:
         cut = cut[:space]
     return cut.rstrip() + "…"
-
-
-def normalize_url(url: str) -> str:
-    """The URL as a de-duplication key: no fragment or trailing slash, lower-case host."""
-    try:
-        parts = urlsplit(url.strip())
-    except ValueError:  # `http://[::1/`, a netloc NFKC makes unsafe: a key all the same
-        return url.strip()
-    return urlunsplit(
-        (parts.scheme.lower(), parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
-    )
 
 
 def dedupe(sources: Iterable[Source]) -> list[Source]:

@@ -18,6 +18,8 @@ from bot.agent.events import (
     Usage,
     UsageRecorded,
 )
+from bot.agent.evidence import SourceTexts
+from bot.agent.fence import fence as fence  # re-exported: the loop takes it from here
 from bot.agent.prompts import system_prompt, task
 from bot.agent.report import Report, SourceRegistry
 from bot.domain import Request
@@ -36,11 +38,6 @@ class Stop(Exception):
         super().__init__(why)
         self.why = why
         self.message = message
-
-
-def fence(body: str) -> str:
-    """Web text goes to the model only inside these tags; a page cannot close them early."""
-    return "<web_content>\n" + body.replace("</web_content", "<\\/web_content") + "\n</web_content>"
 
 
 @dataclass
@@ -63,6 +60,10 @@ class RunState:
     compact_forms: dict[str, str] = field(default_factory=dict)
     """By tool_use id: what each tool result shrinks to if the context fills up."""
     run_id: str = ""
+    texts: SourceTexts = field(default_factory=SourceTexts)
+    """What the model saw of each source, by citation number: what claims are checked against."""
+    finish_reviewed: bool = False
+    """The finish guard has looked at an early report (it does so at most once per run)."""
 
     @property
     def has_evidence(self) -> bool:
@@ -106,7 +107,7 @@ class RunState:
             emit=emit,
             deadline=deadline,
             system=system_prompt(request.mode),
-            task=task(request.mode, request.topic),
+            task=task(request.mode, request.topic, request.language),
         )
         for event in history:
             if isinstance(event, TurnStarted):
@@ -115,6 +116,7 @@ class RunState:
                 run.usage += event.usage
             elif isinstance(event, ToolFinished) and not event.is_error:
                 run.evidence.append(event.content)
+                run.texts.add(event)
                 for number, source in zip(event.numbers, event.sources, strict=False):
                     if number:
                         run.registry.restore(number, source)
@@ -128,6 +130,7 @@ class RunState:
             self.usage += event.usage
         elif isinstance(event, ToolFinished) and not event.is_error:
             self.evidence.append(event.content)
+            self.texts.add(event)
         self.emit(event)
 
 

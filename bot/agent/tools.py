@@ -100,7 +100,8 @@ class Toolbox:
         except TimeoutError:
             return ToolOutput(heading=f"{name} timed out after {tool.timeout_s:.0f}s."), True
         except ToolError as error:
-            return ToolOutput(heading=f"{name} failed: {error}"), True
+            # The message quotes the web (a reason phrase, a content type, an address): fenced.
+            return ToolOutput(heading=f"{name} failed: (details below)", body=str(error)), True
         except Exception:
             log.exception(
                 "run %s: tool %s failed unexpectedly (input %r)", ctx.run_id, name, raw_input
@@ -133,13 +134,14 @@ def research_tools(search: SearchProvider, fetcher: PageFetcher, *, timeout_s: f
     async def read_page(ctx: ToolContext, args: ReadPageArgs) -> ToolOutput:
         """Read a web page and return its main text. Cite it with the number in the heading."""
         page = await fetcher.fetch(str(args.url))
-        source = Source(url=page.url, title=page.title, snippet=page.text[:300])
+        source = Source(url=page.url, title=page.title, snippet=page.text[:300], read=True)
         number = ctx.registry.add(source)
         # The URL the model asked for counts as retrieved too, when a redirect moved it.
         ctx.registry.alias(str(args.url), number)
+        # Title and final address come from the page's server: inside the fence, with the text.
         return ToolOutput(
-            heading=f"[{number}] {page.title or page.url}\n{page.url}",
-            body=page.text,
+            heading=f"[{number}] The page's title, address and text:",
+            body=f"{page.title}\n{page.url}\n\n{page.text}",
             sources=[source],
         )
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from bot.agent.events import (
     Event,
+    FinishReviewed,
     ModelText,
     ReportReady,
     RunFinished,
@@ -43,6 +44,10 @@ def trajectory(run_id: str, events: list[Event]) -> dict[str, Any]:
                 final=True,
                 synthesis=event.synthesis,
                 from_evidence_only=event.from_evidence_only,
+            )
+        elif isinstance(event, FinishReviewed):
+            turn(event.turn)["finish_review"] = event.model_dump(
+                mode="json", include={"ready", "missing", "unsupported", "feedback"}
             )
         elif isinstance(event, RunFinished):
             ending = event.ending.value

@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bot.agent.calls import Limits, model_call
+from bot.agent.claims import ClaimChecker
 from bot.agent.compress import compact_if_full
 from bot.agent.events import (
     Ending,
@@ -20,6 +21,7 @@ from bot.agent.events import (
     TurnStarted,
     UsageRecorded,
 )
+from bot.agent.fence import fence_each
 from bot.agent.models import ModelCall, ModelPort
 from bot.agent.prompts import evidence_prompt, synthesis_instruction
 from bot.agent.report import Report, evidence_report, parse_report
@@ -64,13 +66,15 @@ class WriteUp:
         *,
         limits: Limits,
         tools: list[dict[str, Any]],
+        claims: ClaimChecker,
     ) -> None:
         self._model = model
         self._limits = limits
         self._tools = tools
+        self._claims = claims
 
-    def completed(self, run: RunState, text: str) -> None:
-        self._deliver(run, self._parse(run, text), synthesis=False)
+    async def completed(self, run: RunState, text: str) -> None:
+        await self._deliver(run, self._parse(run, text), synthesis=False)
         _finish(run, Ending.COMPLETED)
 
     async def end(self, run: RunState, control: Control, stop: Stop) -> None:
@@ -82,13 +86,15 @@ class WriteUp:
         else:
             if run.has_evidence:
                 why = stop.message or "The run was cancelled."
-                self._deliver(run, self._from_evidence(run, why), synthesis=False, evidence=True)
+                await self._deliver(
+                    run, self._from_evidence(run, why), synthesis=False, evidence=True
+                )
             _finish(run, NOT_SYNTHESIZED[stop.why], stop.message)
 
     async def recover(self, run: RunState, control: Control, why: str = "interrupted") -> None:
         """Finish from stored events: `why` is "interrupted" or "error"."""
         if run.prior_report is not None:
-            self._deliver(run, run.prior_report, synthesis=True)
+            await self._deliver(run, run.prior_report, synthesis=True)
             _finish(run, ENDINGS[why][0])
         elif not run.evidence:
             _finish(run, ENDINGS[why][1], NOTHING_FOUND[why])
@@ -116,20 +122,24 @@ class WriteUp:
         except (ModelError, Stop) as error:
             cancelled = isinstance(error, Stop) and error.why == "cancelled"
             message = _joined(cause, _failure(error))
-            self._deliver(run, self._from_evidence(run, message), synthesis=True, evidence=True)
+            await self._deliver(
+                run, self._from_evidence(run, message), synthesis=True, evidence=True
+            )
             _finish(run, Ending.CANCELLED if cancelled else failed, message)
             return
-        self._deliver(run, self._parse(run, reply.text), synthesis=True)
+        await self._deliver(run, self._parse(run, reply.text), synthesis=True)
         _finish(run, done, _joined(cause, WRITTEN_FROM_EVIDENCE) if cause else None)
 
     def _synthesis_call(self, run: RunState, why: str, until: float) -> ModelCall:
         if why in FRESH:
             # A full, lost or suspect conversation: write up in a fresh one from the evidence.
-            evidence = "\n\n".join(run.evidence)[:MAX_EVIDENCE_CHARS]
+            evidence = fence_each(run.evidence, MAX_EVIDENCE_CHARS)
             run.messages = [
                 {
                     "role": "user",
-                    "content": evidence_prompt(run.request.mode, run.request.topic, evidence, why),
+                    "content": evidence_prompt(
+                        run.request.mode, run.request.topic, evidence, why, run.request.language
+                    ),
                 }
             ]
         else:
@@ -138,16 +148,29 @@ class WriteUp:
         return model_call(run, self._tools, self._limits, tool_choice=NO_TOOLS, until=until)
 
     def _parse(self, run: RunState, text: str) -> Report:
+        request = run.request
         return parse_report(
-            text, run.registry, topic=run.request.topic, mode=run.request.mode.value
+            text,
+            run.registry,
+            topic=request.topic,
+            mode=request.mode.value,
+            language=request.language,
         )
 
     def _from_evidence(self, run: RunState, why: str) -> Report:
-        return evidence_report(run.request.topic, run.request.mode.value, run.registry, why)
+        request = run.request
+        return evidence_report(
+            request.topic, request.mode.value, run.registry, why, language=request.language
+        )
 
-    def _deliver(
+    async def _deliver(
         self, run: RunState, report: Report, *, synthesis: bool, evidence: bool = False
     ) -> None:
+        measured = report.support is not None and report.support.claims
+        if not (evidence or measured):
+            # Claim support, measured before the report is emitted (and stored with it).
+            support = await self._claims.measure(run, report)
+            report = report.model_copy(update={"support": support})
         run.emit(
             ReportReady(
                 turn=run.turn, report=report, synthesis=synthesis, from_evidence_only=evidence

@@ -13,6 +13,7 @@ import pytest
 from bot.domain import Origin, Request, RunStatus
 from tests.adapters.slack_world import SlackWorld, button_value
 from tests.fakes.slack_api import FakeSlack
+from tests.process import eventually
 
 
 @pytest.fixture
@@ -148,7 +149,12 @@ async def test_the_bot_joins_a_public_channel_it_is_not_in(
         ("conversations.join", None),
         ("chat.postMessage", None),
     ]
-    assert (await bot.store.get_run(run_id)).origin.thread == ts
+
+    async def stored() -> bool:
+        # The sink stores the thread after Slack answered; the fake recorded the call before.
+        return (await bot.store.get_run(run_id)).origin.thread == ts
+
+    await eventually(stored)
 
 
 async def test_a_channel_it_cannot_post_in_gets_an_explanation(

@@ -139,7 +139,14 @@ def test_the_manifest_asks_for_what_the_app_uses() -> None:
 
     assert f"  - command: {COMMAND}\n" in manifest
     assert "should_escape: false" in manifest
-    scopes = ["commands", "chat:write", "channels:join", "files:write", "reactions:read"]
+    scopes = [
+        "commands",
+        "chat:write",
+        "channels:join",
+        "files:write",
+        "reactions:read",
+        "users:read",
+    ]
     assert [
         line.split()[1]
         for line in manifest.splitlines()

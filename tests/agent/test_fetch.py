@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import socket
 import tracemalloc
@@ -11,6 +12,7 @@ from collections.abc import Callable
 import pytest
 from aiohttp import web as aioweb
 
+from bot.agent.budget import ReadBudget
 from bot.agent.fetch import USER_AGENT, FetchLimits, PageFetcher
 from bot.errors import FetchRefused, ToolError
 from tests.fakes.web import (
@@ -419,3 +421,46 @@ async def test_https_is_pinned_and_still_verifies_the_name() -> None:
 
     assert "Series B round" in page.text
     assert web.requests[0].headers["Host"] == f"{TLS_HOST}:{port}"
+
+
+async def test_bombs_at_once_never_hold_more_than_the_process_budget(web: FakeWeb) -> None:
+    url = web.page("/bomb", gzip_bomb(), headers={"Content-Encoding": "gzip"})
+    budget = ReadBudget(max_fetches=8, max_bytes=4 * MiB)
+    limits = FetchLimits(deadline_s=10, max_decoded_bytes=2 * MiB)
+    async with PageFetcher(allow_hosts=[web.host_port], limits=limits, budget=budget) as fetcher:
+        results = await asyncio.gather(
+            *(fetcher.fetch(url) for _ in range(8)), return_exceptions=True
+        )
+
+    reasons = {str(error).split(":")[0] for error in results if isinstance(error, ToolError)}
+    assert len(results) == 8 and all(isinstance(error, ToolError) for error in results)
+    assert reasons <= {"refused", "the bot is reading too many large pages at once"}
+    # Never past the process budget (what that means for RSS is measured in bench/scale.py).
+    assert budget.peak_bytes <= 4 * MiB
+    assert budget.held_bytes == 0 and budget.fetching == 0
+
+
+async def test_fetches_beyond_the_limit_wait_for_a_slot(web: FakeWeb) -> None:
+    gate, two_in = asyncio.Event(), asyncio.Event()
+    inside = [0, 0]  # now, most at once
+
+    async def held(request: aioweb.Request) -> aioweb.StreamResponse:
+        inside[0] += 1
+        inside[1] = max(inside)
+        if inside[0] == 2:
+            two_in.set()
+        await gate.wait()
+        inside[0] -= 1
+        return aioweb.Response(text=ARTICLE_HTML, content_type="text/html")
+
+    url = web.route("/held", held)
+    budget = ReadBudget(max_fetches=2)
+    async with PageFetcher(allow_hosts=[web.host_port], budget=budget) as fetcher:
+        fetches = [asyncio.create_task(fetcher.fetch(url)) for _ in range(5)]
+        await two_in.wait()
+        assert budget.fetching == 2 and not any(task.done() for task in fetches)
+        gate.set()
+        pages = await asyncio.gather(*fetches)
+
+    assert [page.title for page in pages] == [pages[0].title] * 5
+    assert inside[1] == 2 and len(web.requests) == 5

@@ -461,7 +461,8 @@ async def test_summarize_during_recovery_is_harmless_and_cancel_stops_it(
         gate = anthropic_api.hold()
         control = Control()
         running = asyncio.create_task(recovered(researcher, HISTORY, control, "interrupted"))
-        await anthropic_api.wait_for_requests(2)
+        # The first write-up and its claim judge came before this one.
+        await anthropic_api.wait_for_requests(3)
         control.cancel()
         await anthropic_api.wait_for_cancelled(1)
         cancelled = await running

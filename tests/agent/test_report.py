@@ -15,18 +15,18 @@ def registry(*urls: str) -> SourceRegistry:
     return reg
 
 
-def test_citations_are_renumbered_by_first_use_and_unknown_ones_dropped() -> None:
+def test_citations_are_renumbered_by_first_use_and_numbers_past_the_sources_dropped() -> None:
     reg = registry("https://a.example", "https://b.example", "https://c.example")
     text = (
         "# Acme\n\n## TL;DR\n- Grows fast [3].\n\n## Overview\n"
-        "Founded 2015 [1, 3] and [7]. Revenue [2][42].\n\n## Sources\n1. invented\n"
+        "Founded 2015 [1, 3, 7]. Revenue [2].\n\n## Sources\n1. [invented](https://x.example)\n"
     )
 
     report = parse_report(text, reg, topic="Acme", mode="company")
 
     assert report.title == "Acme"
     assert report.tldr == "- Grows fast [1]."
-    assert report.sections[0].body == "Founded 2015 [1][2] and. Revenue [3]."
+    assert report.sections[0].body == "Founded 2015 [1][2]. Revenue [3]."
     assert [s.url for s in report.sources] == [
         "https://c.example",
         "https://a.example",

@@ -194,15 +194,16 @@ class World:
             **extra,
         }
 
-    def command(self, person: Json, sub: str, **options: str) -> Json:
-        """`/research <sub> option:value …` as an INTERACTION_CREATE payload."""
+    def command(self, person: Json, sub: str, *, locale: str = "en-US", **options: str) -> Json:
+        """`/research <sub> option:value …` as an INTERACTION_CREATE payload, from a person whose
+        Discord client is set to `locale`."""
         subcommand = {
             "name": sub,
             "type": 1,
             "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()],
         }
         data = {"id": snowflake(), "name": "research", "type": 1, "options": [subcommand]}
-        return self._interaction(2, person, data)
+        return self._interaction(2, person, data, locale=locale)
 
     def button(self, person: Json, message: Json, custom_id: str) -> Json:
         """A press on a button of `message` (as the fake stored it) by `person`."""

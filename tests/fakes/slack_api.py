@@ -122,6 +122,8 @@ class FakeSlack:
         self.files: dict[str, SharedFile] = {}
         self.outside_channels: set[str] = set()
         self.private_channels: set[str] = set()
+        self.locales: dict[str, str] = {}
+        """User id -> the locale `users.info` reports for them (en-US when not set)."""
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._holds: dict[str, list[Held]] = {}
@@ -137,6 +139,7 @@ class FakeSlack:
     async def __aenter__(self) -> Self:
         app = web.Application()
         app.router.add_post("/api/{method}", self._api)
+        app.router.add_get("/api/{method}", self._api)  # slack_sdk reads users.info with GET
         app.router.add_post("/upload/{file_id}", self._upload)
         app.router.add_post("/response/{key}", self._response_url)
         app.router.add_get("/link", self._socket)
@@ -378,6 +381,15 @@ class FakeSlack:
 
     def _reactions_add(self, args: Json) -> Json:
         return {}
+
+    def _users_info(self, args: Json) -> Json:
+        user_id = str(args.get("user", ""))
+        if not user_id.startswith("U"):
+            raise SlackError("user_not_found")
+        user: Json = {"id": user_id, "team_id": self.team_id, "name": user_id.lower()}
+        if str(args.get("include_locale", "")).lower() in ("1", "true"):
+            user["locale"] = self.locales.get(user_id, "en-US")
+        return {"user": user}
 
     def _apps_connections_open(self, args: Json) -> Json:
         return {"url": f"ws://127.0.0.1:{self.url.rsplit(':', 1)[1]}/link"}

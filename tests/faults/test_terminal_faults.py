@@ -91,7 +91,8 @@ async def test_a_killed_terminal_run_is_interrupted_then_resumed(
 
     code, _, err = await cli.run("resume", row["run_id"], "--output", str(tmp_path / "again.md"))
     assert code == 0 and (tmp_path / "again.md").read_text() == markdown
-    assert len(anthropic_api.requests) == 3  # delivering it again costs no model call
+    # The turn, the one that hung, the write-up and its claim judge; delivering again costs none.
+    assert len(anthropic_api.requests) == 4
 
 
 async def test_an_output_in_a_missing_folder_is_refused_before_any_spend(

@@ -58,7 +58,8 @@ async def call_tool(
     recorder = Recorder()
     record = await services.runs.submit(Request(topic=TOPIC), recorder)
     await recorder.finished.wait()
-    [result] = anthropic_api.requests[-1]["messages"][-1]["content"]
+    # The turn after the tool (a finish-guard check of the short report may follow it).
+    [result] = anthropic_api.requests[1]["messages"][-1]["content"]
     return Told(result, recorder, record.run_id)
 
 

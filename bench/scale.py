@@ -1,0 +1,289 @@
+"""Scale: N runs at once in one process (default 100), then 100 hostile page reads at once.
+
+The real composition (`open_services`: SQLite store, runs service, engine, anthropic SDK,
+page fetcher with its extraction pool and reading budget) against the local fakes, which run
+in a process of their own so that the event loop and the memory measured are the bot's. The
+fake model takes 0.5 s per reply; a run searches, reads two pages, then one more, and writes
+its report (4 model calls). Pages are article-like HTML of 30-90 KB with 3-12 KB of text; one
+page in five is short (a few hundred characters), which sends trafilatura down its
+readability and justext fallbacks.
+
+Phases, in one process: a warm-up run (not measured: it starts the extraction workers and the
+SDK's connections), one run alone (the baseline), N runs submitted at once, then N hostile runs
+at once that each read one page: half gzip bombs (256 MiB of zeros in 255 KiB), half 30 MB
+chunked pages.
+
+Figures: event-loop lag (a 10 ms sleeper's oversleep) p99 and max per phase; time for all N
+against one run; peak RSS of the bot's process and of its extraction workers; RSS per extra
+run; what the hostile phase adds. Goals: lag p99 ≤ 50 ms; all N within 1.5× one run; peak RSS
+≤ 250 MB; the hostile phase adds ≤ 100 MB and never stalls the loop more than 100 ms.
+
+    python -m bench.scale            # about 40 s  (--runs 100 --hostile 100)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import multiprocessing
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.scale_world import serve_world
+from bot.compose import open_services
+from bot.config import Settings
+from bot.domain import Request, RunRecord
+from bot.runs import Outcome
+from tests.conftest import FAST_MODEL, TEST_MODEL
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MB = 1_000_000
+
+
+class Listener:
+    """A do-nothing chat front end that notes when each run is delivered."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, asyncio.Event] = {}
+        self.outcomes: dict[str, Outcome] = {}
+
+    async def on_event(self, run: RunRecord, event: Any) -> None:
+        pass
+
+    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
+        self.outcomes[run.run_id] = outcome
+        self.done.setdefault(run.run_id, asyncio.Event()).set()
+
+    async def wait(self, run_id: str) -> None:
+        await self.done.setdefault(run_id, asyncio.Event()).wait()
+
+
+class LagMonitor:
+    """A task that sleeps 10 ms at a time and records how late it wakes, per phase."""
+
+    def __init__(self) -> None:
+        self.lags: dict[str, list[float]] = {}
+        self.phase = "idle"
+        self._task: asyncio.Task[None] | None = None
+
+    async def _run(self) -> None:
+        while True:
+            started = time.perf_counter()
+            await asyncio.sleep(0.010)
+            self.lags.setdefault(self.phase, []).append(time.perf_counter() - started - 0.010)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    def figures(self, phase: str) -> tuple[float, float]:
+        lags = sorted(self.lags.get(phase, [0.0]))
+        p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))]
+        return p99 * 1000, lags[-1] * 1000
+
+
+class Memory:
+    """Samples RSS of this process and of its other children (the extraction workers) every
+    20 ms from a thread, so reading /proc never runs on the event loop."""
+
+    def __init__(self, exclude: set[int]) -> None:
+        self._exclude = exclude
+        self.peak_main = self.peak_workers = self.peak_total = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def current(self) -> tuple[int, int]:
+        workers = sum(_rss(pid) for pid in _children() - self._exclude)
+        return _rss(os.getpid()), workers
+
+    def reset(self) -> None:
+        self.peak_main = self.peak_workers = self.peak_total = 0
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            main, workers = self.current()
+            self.peak_main = max(self.peak_main, main)
+            self.peak_workers = max(self.peak_workers, workers)
+            self.peak_total = max(self.peak_total, main + workers)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _children() -> set[int]:
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as children:
+                found.update(int(pid) for pid in children.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def settings_for(folder: Path, urls: dict[str, str], concurrent: int) -> Settings:
+    return Settings.from_mapping(
+        {
+            "ANTHROPIC_API_KEY": "sk-test",
+            "ANTHROPIC_BASE_URL": urls["api"],
+            "RESEARCH_BOT_MODEL": TEST_MODEL,
+            "RESEARCH_BOT_FAST_MODEL": FAST_MODEL,
+            "TAVILY_API_KEY": "tvly-test",
+            "TAVILY_BASE_URL": urls["tavily"],
+            "RESEARCH_BOT_DB": str(folder / "scale.sqlite3"),
+            "RESEARCH_BOT_FETCH_ALLOW_HOSTS": urls["web_host"],
+            "RESEARCH_BOT_MAX_CONCURRENT_RUNS": str(concurrent),
+            # Tool output is never summarized: every run makes the same 4 model calls.
+            "RESEARCH_BOT_COMPRESS_THRESHOLD_TOKENS": "1000000",
+        }
+    )
+
+
+async def run_all(services: Any, listener: Listener, topics: list[str]) -> float:
+    """Submit every topic at once; seconds until the last one is delivered."""
+    started = time.perf_counter()
+    records = [await services.runs.submit(Request(topic=t), listener) for t in topics]
+    await asyncio.gather(*(listener.wait(r.run_id) for r in records))
+    return time.perf_counter() - started
+
+
+async def scale(runs: int, hostile: int, concurrent: int, urls: dict[str, str]) -> dict[str, Any]:
+    figures: dict[str, Any] = {}
+    listener = Listener()
+    monitor = LagMonitor()
+    memory = Memory(exclude={int(urls["world_pid"])})
+    with tempfile.TemporaryDirectory() as folder:
+        settings = settings_for(Path(folder), urls, concurrent)
+        async with open_services(settings) as services:
+            monitor.start()
+            memory.start()
+            await run_all(services, listener, ["Warmup 0"])
+            monitor.phase = "one"
+            figures["one_s"] = await run_all(services, listener, ["Company 0"])
+            figures["rss_after_one"] = memory.current()
+            memory.reset()
+            monitor.phase = "burst"
+            topics = [f"Company {n}" for n in range(1, runs + 1)]
+            world, workers = int(urls["world_pid"]), _children() - {int(urls["world_pid"])}
+            cpu_before = (
+                cpu_seconds(os.getpid()),
+                sum(map(cpu_seconds, workers)),
+                cpu_seconds(world),
+            )
+            figures["all_s"] = await run_all(services, listener, topics)
+            workers = _children() - {world}
+            cpu_after = (
+                cpu_seconds(os.getpid()),
+                sum(map(cpu_seconds, workers)),
+                cpu_seconds(world),
+            )
+            figures["burst_cpu"] = [b - a for a, b in zip(cpu_before, cpu_after, strict=True)]
+            figures["burst_peak"] = (memory.peak_main, memory.peak_workers, memory.peak_total)
+            monitor.phase = "between"
+            before = memory.current()
+            memory.reset()
+            monitor.phase = "hostile"
+            hostile_s = await run_all(services, listener, [f"Hostile {n}" for n in range(hostile)])
+            figures["hostile"] = (before, (memory.peak_main, memory.peak_workers), hostile_s)
+            monitor.stop()
+            memory.stop()
+    outcomes = list(listener.outcomes.values())
+    figures["reports"] = sum(o.report is not None for o in outcomes)
+    figures["outcomes"] = len(outcomes)
+    figures["lag"] = {phase: monitor.figures(phase) for phase in ("one", "burst", "hostile")}
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--hostile", type=int, default=100)
+    parser.add_argument("--concurrent", type=int, default=0, help="default: --runs")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.CRITICAL)  # refused bombs are expected: keep it quiet
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    world = context.Process(target=serve_world, args=(theirs,), daemon=True)
+    world.start()
+    urls = ours.recv() | {"world_pid": str(world.pid)}
+    try:
+        f = asyncio.run(scale(args.runs, args.hostile, args.concurrent or args.runs, urls))
+    finally:
+        ours.send("stop")
+        world.join(10)
+    report(f, args.runs, args.hostile)
+
+
+def report(f: dict[str, Any], runs: int, hostile: int) -> None:
+    ratio = f["all_s"] / f["one_s"]
+    main_peak, workers_peak, total_peak = f["burst_peak"]
+    base_main, _ = f["rss_after_one"]
+    per_run = (main_peak - base_main) / max(1, runs - 1)
+    (h_main0, h_workers0), (h_main, h_workers), hostile_s = f["hostile"]
+    added = max(0, h_main + h_workers - h_main0 - h_workers0)
+    lag_one, lag_burst, lag_hostile = (f["lag"][p] for p in ("one", "burst", "hostile"))
+    print(f"runs delivered             {f['outcomes']} ({f['reports']} with a report)")
+    print(f"one run alone              {f['one_s']:.2f} s, lag p99 {lag_one[0]:.1f} ms")
+    print(f"{runs} runs at once            {f['all_s']:.2f} s = {ratio:.2f}x one run")
+    print(f"lag, {runs} runs               p99 {lag_burst[0]:.1f} ms, max {lag_burst[1]:.1f} ms")
+    print(
+        f"peak RSS, {runs} runs          bot {main_peak / MB:.0f} MB + extraction workers "
+        f"{workers_peak / MB:.0f} MB = {total_peak / MB:.0f} MB"
+    )
+    bot_cpu, workers_cpu, world_cpu = f["burst_cpu"]
+    print(
+        f"CPU during the {runs} runs     bot {bot_cpu:.1f} s, extraction workers "
+        f"{workers_cpu:.1f} s, fakes {world_cpu:.1f} s (2 cores: {2 * f['all_s']:.1f} s)"
+    )
+    print(f"RSS per extra run          {per_run / 1000:.0f} kB (bot process)")
+    print(
+        f"hostile phase              {hostile_s:.2f} s; adds {added / MB:.0f} MB; "
+        f"lag p99 {lag_hostile[0]:.1f} ms, max {lag_hostile[1]:.1f} ms"
+    )
+    checks = {
+        "lag p99 <= 50 ms": lag_burst[0] <= 50,
+        "all within 1.5x one run": ratio <= 1.5,
+        "peak RSS <= 250 MB (bot + workers)": total_peak <= 250 * MB,
+        "hostile adds <= 100 MB": added <= 100 * MB,
+        "hostile never stalls > 100 ms": lag_hostile[1] <= 100,
+        "every run delivered with a report": f["reports"] == f["outcomes"] == runs + hostile + 2,
+    }
+    for name, ok in checks.items():
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    ok = all(checks.values())
+    print("PASS" if ok else "FAIL", "(goals of issue 9)")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

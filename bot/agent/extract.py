@@ -1,0 +1,293 @@
+"""A page's main text, and the worker processes that extract it away from the event loop.
+
+trafilatura holds the GIL for 3-25 ms a page (more when it falls back to justext, whose
+all-languages stoplist is re-hashed on every call), so in a thread of this process it stalls
+the event loop for every run. Here each page goes to one of a few worker processes, started
+once (lazily, at the first page) and warmed with one extraction, so the justext stoplist is
+built once per worker. A page that takes longer than the time cap kills its worker, which is
+started again for the next page; a worker that dies is replaced the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from types import TracebackType
+from typing import Any
+
+from pydantic import BaseModel
+
+from bot.errors import ToolError
+
+log = logging.getLogger(__name__)
+
+MAX_TITLE_CHARS = 300
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+FAST_PATH_MIN_CHARS = 1_000
+"""trafilatura's own extractor alone (`fast=True`) is kept when it finds at least this much
+text; shorter or messier pages get the full cascade (readability, then justext)."""
+_WARM_PAGE = b"<html><body><p>warm up</p></body></html>"  # short: takes the justext path
+
+
+class Page(BaseModel):
+    """What `read_page` gives the model: the main text of one page."""
+
+    url: str
+    """The final URL, after redirects."""
+    title: str
+    text: str
+    truncated: bool
+    """True when `text` was cut at `FetchLimits.max_text_chars`."""
+
+
+@dataclass(frozen=True)
+class Body:
+    """A downloaded response body, and what is needed to turn it into a `Page`."""
+
+    url: str
+    host: str
+    """The page's host, the title when the page has none."""
+    media_type: str
+    charset: str | None
+    data: bytes | bytearray
+
+
+def extract_page(body: Body, max_chars: int) -> Page:
+    """Main text and title: sync CPU work, for a worker process (or a thread in tests)."""
+    title = ""
+    if body.media_type in HTML_TYPES:
+        # Without a declared charset trafilatura reads the bytes and finds the encoding itself.
+        html = decode(body.data, body.charset) if body.charset else bytes(body.data)
+        text, title = _trafilatura(html, body.url, fast=True)
+        if len(text) < FAST_PATH_MIN_CHARS:
+            text, title = _trafilatura(html, body.url, fast=False)
+    else:
+        text = decode(body.data, body.charset)
+    text = text.strip()
+    if not text:
+        raise ToolError(f"no readable text at {body.url}")
+    truncated = len(text) > max_chars
+    if truncated:
+        text = (
+            text[:max_chars]
+            + f"\n\n[… text cut here: the page is longer than {max_chars:,} characters]"
+        )
+    title = title.strip()[:MAX_TITLE_CHARS] or body.host
+    return Page(url=body.url, title=title, text=text, truncated=truncated)
+
+
+def _trafilatura(html: str | bytes, url: str, *, fast: bool) -> tuple[str, str]:
+    import trafilatura  # only where pages are extracted: the workers keep it out of the bot
+    from trafilatura.settings import Document
+
+    doc = trafilatura.bare_extraction(
+        html,
+        url=url,
+        fast=fast,
+        include_comments=False,
+        include_links=False,
+        with_metadata=True,
+    )
+    if isinstance(doc, Document):
+        return doc.text or "", doc.title or ""
+    return "", ""
+
+
+def decode(data: bytes | bytearray, charset: str | None) -> str:
+    """Text in any charset the server names; utf-8 when it names nothing we can use."""
+    try:
+        text = data.decode(charset or "utf-8", "replace")
+    except (LookupError, ValueError):
+        # An unknown codec, one that is not for text ("zlib"), or one that rejects "replace"
+        # ("idna", "undefined"); a charset with a NUL in it is a ValueError too.
+        text = data.decode("utf-8", "replace")
+    # utf-7 and unicode_escape can yield lone surrogates, which no utf-8 encoder (SQLite,
+    # the JSON of the next model request) accepts: make them "?".
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _serve(conn: Connection) -> None:
+    """A worker's life: warm up, say so, then one page per message until told to stop."""
+    extract_page(Body("http://warm.up/", "warm.up", "text/html", None, _WARM_PAGE), 100)
+    conn.send("ready")
+    while True:
+        try:
+            meta = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        if meta is None:
+            return
+        url, host, media_type, charset, max_chars = meta
+        data = conn.recv_bytes()
+        try:
+            page = extract_page(Body(url, host, media_type, charset, data), max_chars)
+            conn.send(("ok", page.title, page.text, page.truncated))
+        except ToolError as error:
+            conn.send(("refused", str(error)))
+        except Exception as error:  # hostile input can break a parser; the page fails, not the bot
+            conn.send(("failed", f"{error.__class__.__name__}: {error}"[:300]))
+
+
+class _Crashed(Exception):
+    """The worker died during the page."""
+
+
+class _Worker:
+    """One worker process and our end of its pipe; used from one thread at a time."""
+
+    def __init__(self, context: Any) -> None:
+        self.conn, theirs = context.Pipe()
+        self.process = context.Process(target=_serve, args=(theirs,), daemon=True)
+        self.process.start()
+        theirs.close()
+        self.conn.recv()  # "ready": imported and warmed
+
+    def call(self, meta: tuple[Any, ...], data: bytes | bytearray, timeout_s: float) -> Any:
+        """The worker's answer; None when it is past `timeout_s` (then it must be killed)."""
+        try:
+            self.conn.send(meta)
+            self.conn.send_bytes(data)
+            if not self.conn.poll(timeout_s):
+                return None
+            return self.conn.recv()
+        except (EOFError, OSError) as error:
+            raise _Crashed from error
+
+    def stop(self, *, kill: bool = False) -> None:
+        if not kill:
+            try:
+                self.conn.send(None)
+            except OSError:
+                kill = True
+            self.process.join(1.0)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(1.0)
+        self.conn.close()
+
+
+class Extractor:
+    """A pool of extraction processes: `async with Extractor(workers=2) as x: await x.extract(...)`."""
+
+    def __init__(self, *, workers: int = 2, timeout_s: float = 10.0) -> None:
+        self.workers = workers
+        self.timeout_s = timeout_s
+        self._context = multiprocessing.get_context("spawn")  # no fork of a threaded process
+        self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extract")
+        self._idle: asyncio.Queue[_Worker | None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._live: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    async def __aenter__(self) -> Extractor:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def pids(self) -> list[int]:
+        """The worker processes running now (for tests and the benchmark's memory count)."""
+        with self._lock:
+            return [w.process.pid for w in self._live if w.process.pid is not None]
+
+    async def start(self) -> None:
+        """Start and warm every worker now, rather than at the first page."""
+        idle = self._queue()
+        slots = [await idle.get() for _ in range(self.workers)]
+        loop = asyncio.get_running_loop()
+        futures = [loop.run_in_executor(self._threads, self._ready, slot) for slot in slots]
+        for worker in await asyncio.gather(*futures, return_exceptions=True):
+            idle.put_nowait(worker if isinstance(worker, _Worker) else None)
+
+    async def extract(self, body: Body, max_chars: int) -> Page:
+        """`extract_page` in a worker; ToolError when the page fails or takes too long."""
+        if self._closed:
+            raise ToolError("the bot is shutting down: pages are no longer read")
+        idle = self._queue()
+        slot = await idle.get()
+        loop = asyncio.get_running_loop()
+        meta = (body.url, body.host, body.media_type, body.charset, max_chars)
+        # The thread gives the worker back itself, so a fetch cancelled meanwhile (its deadline)
+        # never loses a worker; the job finishes or hits the time cap on its own.
+        answer = await loop.run_in_executor(self._threads, self._job, slot, meta, body.data)
+        if answer[0] == "ok":
+            return Page(url=body.url, title=answer[1], text=answer[2], truncated=answer[3])
+        if answer[0] == "failed":
+            log.warning("extraction of %s failed: %s", body.url, answer[1])
+            raise ToolError(f"could not extract text from {body.url} ({answer[1]})")
+        raise ToolError(answer[1])
+
+    def _queue(self) -> asyncio.Queue[_Worker | None]:
+        if self._idle is None:
+            self._loop = asyncio.get_running_loop()
+            self._idle = asyncio.Queue()
+            for _ in range(self.workers):
+                self._idle.put_nowait(None)  # a worker not started yet
+        return self._idle
+
+    def _ready(self, worker: _Worker | None) -> _Worker:
+        """`worker` if it is alive, else a new one (started and warmed in this thread)."""
+        if worker is not None and worker.process.is_alive():
+            return worker
+        if self._closed:
+            raise ToolError("the bot is shutting down: pages are no longer read")
+        if worker is not None:
+            self._retire(worker, kill=True)
+        new = _Worker(self._context)
+        with self._lock:
+            self._live.add(new)
+        return new
+
+    def _job(self, slot: _Worker | None, meta: tuple[Any, ...], data: bytes | bytearray) -> Any:
+        worker: _Worker | None = None
+        try:
+            for attempt in range(2):  # a worker that died while idle is not the page's fault
+                worker = self._ready(slot if attempt == 0 else None)
+                try:
+                    answer = worker.call(meta, data, self.timeout_s)
+                    break
+                except _Crashed:
+                    self._retire(worker, kill=True)
+                    worker = None
+            else:
+                return ("refused", f"could not extract text from {meta[0]}: the extractor crashed")
+            if answer is None:
+                self._retire(worker, kill=True)
+                worker = None
+                cap = f"{self.timeout_s:g}"
+                return ("refused", f"refused: {meta[0]} took more than {cap} s to extract")
+            return answer
+        finally:
+            self._give_back(worker)
+
+    def _give_back(self, worker: _Worker | None) -> None:
+        idle, loop = self._idle, self._loop
+        assert idle is not None and loop is not None
+        try:
+            loop.call_soon_threadsafe(idle.put_nowait, worker)
+        except RuntimeError:  # the loop is closed: nobody will ask again
+            if worker is not None:
+                self._retire(worker, kill=True)
+
+    def _retire(self, worker: _Worker, *, kill: bool) -> None:
+        with self._lock:
+            self._live.discard(worker)
+        worker.stop(kill=kill)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        with self._lock:
+            workers = list(self._live)
+        await asyncio.gather(*(asyncio.to_thread(self._retire, w, kill=False) for w in workers))
+        self._threads.shutdown(wait=False, cancel_futures=True)
