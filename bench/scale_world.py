@@ -23,7 +23,46 @@ TOPIC = re.compile(r"(Company|Hostile|Warmup) (\d+)")
 DELAY_S = 0.5
 PAGES = 40
 REPORT = "# Report\n\n## TL;DR\n- Found what there was to find [1].\n"
-WORDS = ["the", "company", "said", "its", "revenue", "grew", "in", "the", "quarter", "as", "customers", "in", "europe", "and", "north", "america", "bought", "more", "robots", "for", "warehouses", "while", "investors", "led", "a", "new", "funding", "round", "engineers", "software", "service", "factory", "margin", "growth", "market", "share", "pricing", "contracts"]
+WORDS = [
+    "the",
+    "company",
+    "said",
+    "its",
+    "revenue",
+    "grew",
+    "in",
+    "the",
+    "quarter",
+    "as",
+    "customers",
+    "in",
+    "europe",
+    "and",
+    "north",
+    "america",
+    "bought",
+    "more",
+    "robots",
+    "for",
+    "warehouses",
+    "while",
+    "investors",
+    "led",
+    "a",
+    "new",
+    "funding",
+    "round",
+    "engineers",
+    "software",
+    "service",
+    "factory",
+    "margin",
+    "growth",
+    "market",
+    "share",
+    "pricing",
+    "contracts",
+]
 
 
 def article(rng: random.Random, text_chars: int) -> str:

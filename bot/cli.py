@@ -234,6 +234,7 @@ def show(
 
 async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> str:
     from bot.evaluation import support_figures  # it loads the model client's modules
+
     async with _reader(settings) as store:
         record = await store.get_run(run_id)
         if steps:

@@ -15,15 +15,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from pydantic import BaseModel
-
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, ReportReady, RunFinished, RunQueued, Usage
 from bot.agent.report import Report, render_markdown, report_filename
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import RequestError, StoreError
 from bot.mailbox import Mailbox, RunListener
+from bot.outcome import Outcome, stored_outcome
 from bot.owner import new_owner, owner_gone, owner_pid
+from bot.queue import RunQueue
 from bot.store import Store
 
 __all__ = ["Engine", "Outcome", "RunListener", "RunManager"]
@@ -32,23 +32,6 @@ log = logging.getLogger(__name__)
 REDELIVER_WITHIN = timedelta(days=1)
 """Undelivered outcomes older than this are not pushed into a thread at start any more."""
 STOPPED = "The bot stopped while this run was in progress."
-
-
-class Outcome(BaseModel):
-    """How a run ended, for the front end to show."""
-
-    ending: Ending
-    report: Report | None = None
-    markdown: str | None = None
-    filename: str | None = None
-    error: str | None = None
-    turns: int = 0
-    usage: Usage = Usage()
-    duration_s: float = 0.0
-    recovered: bool = False
-    """Finished after a restart, from what it had stored."""
-    redelivery: bool = False
-    """Ended earlier, but is only now delivered (it could not be then)."""
 
 
 class Engine(Protocol):
@@ -88,9 +71,8 @@ class RunManager:
     ) -> None:
         self._store = store
         self._engine = engine
-        self._slots = asyncio.Semaphore(max_concurrent)
+        self._queue = RunQueue(max_concurrent)
         self._active: dict[str, _Active] = {}
-        self._waiting: list[str] = []
         self.owner = new_owner()
         self._lease_s = lease_s
         self._heartbeat: asyncio.Task[None] | None = None
@@ -203,7 +185,7 @@ class RunManager:
     ) -> None:
         active = _Active(record, listener)
         self._active[record.run_id] = active
-        self._waiting.append(record.run_id)
+        self._queue.join(record.run_id)
         active.task = asyncio.create_task(
             self._run(active, request, resume=resume), name=f"run-{record.run_id}"
         )
@@ -248,11 +230,7 @@ class RunManager:
 
     async def _research(self, active: _Active, request: Request, *, resume: bool) -> Outcome:
         run_id = active.record.run_id
-        await self._queue(active)
-        got_slot = await self._slot_or_cancel(active)
-        self._waiting.remove(run_id)
-        await self._announce_queue()
-        if not got_slot:
+        if not await self._queue.turn(run_id, active.control.cancel_requested, self._announce):
             await self._emit(active, RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage()))
             return await self._persist(active, Outcome(ending=Ending.CANCELLED))
         try:
@@ -265,7 +243,7 @@ class RunManager:
                 events = self._engine.research(run_id, request, active.control)
             return await self._consume(active, events, recovered=resume)
         finally:
-            self._slots.release()
+            self._queue.release()
 
     async def _rescue(self, active: _Active, request: Request, error: Exception) -> Outcome:
         """After an unexpected failure: write up from the stored evidence; failing that, end
@@ -299,38 +277,17 @@ class RunManager:
         run_id = active.record.run_id
         if active.persisted:
             return
-        queued = run_id in self._waiting
-        if queued:
-            self._waiting.remove(run_id)
+        queued = self._queue.leave(run_id)
         status, error = (RunStatus.QUEUED, None) if queued else (RunStatus.INTERRUPTED, STOPPED)
         try:
             await self._store.leave_run(run_id, status, error=error)
         except StoreError as store_error:
             log.error("run %s: could not mark it %s: %s", run_id, status.value, store_error)
 
-    async def _queue(self, active: _Active) -> None:
-        """Tell a run its place while it waits; the slot wait itself is the semaphore's."""
-        if self._slots.locked():
-            position = self._waiting.index(active.record.run_id) + 1
-            await self._emit(active, RunQueued(position=position))
-
-    async def _slot_or_cancel(self, active: _Active) -> bool:
-        """Wait for a free slot (True, held) unless the run is cancelled while it waits."""
-        acquire = asyncio.ensure_future(self._slots.acquire())
-        cancelled = asyncio.ensure_future(active.control.cancel_requested.wait())
-        try:
-            await asyncio.wait({acquire, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            cancelled.cancel()
-            if not acquire.done():
-                acquire.cancel()
-        return acquire.done() and not acquire.cancelled()
-
-    async def _announce_queue(self) -> None:
-        for position, run_id in enumerate(self._waiting, start=1):
-            waiting = self._active.get(run_id)
-            if waiting is not None:
-                await self._emit(waiting, RunQueued(position=position))
+    async def _announce(self, run_id: str, position: int) -> None:
+        waiting = self._active.get(run_id)
+        if waiting is not None:
+            await self._emit(waiting, RunQueued(position=position))
 
     async def _consume(
         self, active: _Active, events: AsyncIterator[Event], *, recovered: bool
@@ -367,12 +324,12 @@ class RunManager:
             outcome.markdown = render_markdown(outcome.report, record, outcome.ending)
             outcome.filename = report_filename(record)
             saved = (outcome.report, outcome.markdown)
-        if outcome.ending == Ending.CANCELLED and outcome.report is None:
-            status = RunStatus.CANCELLED
-        else:
-            status = RunStatus.DONE if outcome.report is not None else RunStatus.FAILED
         await self._store.finish_run(
-            run_id, status=status, ending=outcome.ending.value, error=outcome.error, report=saved
+            run_id,
+            status=outcome.status,
+            ending=outcome.ending.value,
+            error=outcome.error,
+            report=saved,
         )
         active.record = await self._store.get_run(run_id)
         active.persisted = True
@@ -396,38 +353,6 @@ class RunManager:
     async def _emit(self, active: _Active, event: Event) -> None:
         await self._store.append_event(active.record.run_id, event)
         active.mailbox.post(active.record, event)
-
-
-async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
-    """A finished run's outcome as it was stored, to deliver it again."""
-    saved = await store.report(record.run_id)
-    report, markdown = saved if saved is not None else (None, None)
-    try:
-        ending = Ending(record.termination_reason or "")
-    except ValueError:
-        ending = Ending.ERROR_SYNTHESIS_FAILED
-    took = (
-        (record.finished_at - record.started_at).total_seconds()
-        if record.finished_at and record.started_at
-        else 0.0
-    )
-    return Outcome(
-        ending=ending,
-        report=report,
-        markdown=markdown,
-        filename=report_filename(record) if report is not None else None,
-        error=record.error,
-        turns=record.turns,
-        usage=Usage(
-            input_tokens=record.input_tokens,
-            output_tokens=record.output_tokens,
-            cache_read_tokens=record.cache_read_tokens,
-            cache_write_tokens=record.cache_write_tokens,
-            cost_usd=record.cost_usd,
-        ),
-        duration_s=took,
-        redelivery=True,
-    )
 
 
 def _request(record: RunRecord) -> Request:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from bot.adapters.base import StatusView
+from bot.adapters.chat import StatusView
 from bot.adapters.terminal import TerminalProgress, install_interrupts
 from bot.agent.events import Event
 from bot.domain import Request, RunRecord

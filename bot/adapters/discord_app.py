@@ -15,7 +15,8 @@ import discord
 from aiolimiter import AsyncLimiter
 from discord import app_commands
 
-from bot.adapters.base import FILE_REFUSED, ChatProgress, StatusView, split_text
+from bot.adapters.base import ChatProgress
+from bot.adapters.chat import FILE_REFUSED, StatusView, split_text
 from bot.adapters.commands import DISCORD_USAGE, history_lines, research_command, show_command
 from bot.adapters.discord_sink import CommandFollow, DiscordSink, send_report, send_text
 from bot.adapters.discord_views import (

@@ -14,7 +14,8 @@ from typing import Literal
 import aiohttp
 import discord
 
-from bot.adapters.base import ChatError, ChatProgress, StatusView, split_text
+from bot.adapters.base import ChatProgress
+from bot.adapters.chat import ChatError, StatusView, split_text
 from bot.adapters.discord_views import MESSAGE_LIMIT, run_buttons, safe_text, status_embed
 from bot.agent.events import Event
 from bot.domain import RunRecord

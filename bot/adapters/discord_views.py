@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, Self, runtime_checkable
 import discord
 from discord import app_commands
 
-from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.adapters.chat import StatusView, defuse_broadcasts
 from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Mode

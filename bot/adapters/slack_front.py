@@ -10,7 +10,8 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.base import FILE_REFUSED, ChatError, ChatProgress, StatusView
+from bot.adapters.base import ChatProgress
+from bot.adapters.chat import FILE_REFUSED, ChatError, StatusView
 from bot.adapters.commands import USAGE, Command, history_lines, parse_command
 from bot.adapters.slack_render import (
     ACTION_CANCEL,

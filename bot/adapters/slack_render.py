@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.adapters.base import StatusView, defuse_broadcasts
+from bot.adapters.chat import StatusView, defuse_broadcasts
 from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import Mode

@@ -19,7 +19,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.adapters.base import ChatError, StatusView, split_text
+from bot.adapters.chat import ChatError, StatusView, split_text
 from bot.adapters.slack_render import escape, message_text, status_blocks, status_text
 from bot.config import Settings
 from bot.domain import RunRecord

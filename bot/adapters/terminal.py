@@ -10,7 +10,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.text import Text
 
-from bot.adapters.base import StatusView, describe_call, outcome_summary
+from bot.adapters.chat import StatusView, describe_call, outcome_summary
 from bot.agent.events import (
     Event,
     Notice,

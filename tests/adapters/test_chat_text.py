@@ -9,7 +9,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from bot.adapters.discord_views import status_embed
 
-from bot.adapters.base import StatusView, outcome_summary
+from bot.adapters.chat import StatusView, outcome_summary
 from bot.adapters.commands import history_lines
 from bot.adapters.slack_render import status_line
 from bot.agent.events import Ending, Usage

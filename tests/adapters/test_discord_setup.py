@@ -13,7 +13,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import discord
 
-from bot.adapters.base import split_text
+from bot.adapters.chat import split_text
 from bot.adapters.discord_app import serve_discord, sync_commands
 from bot.adapters.discord_views import MESSAGE_LIMIT, reaction_emoji, safe_text
 from bot.config import Settings

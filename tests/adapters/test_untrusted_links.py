@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from rich.console import Console
 
-from bot.adapters.base import StatusView
+from bot.adapters.chat import StatusView
 from bot.adapters.discord_views import safe_text
 from bot.adapters.links import web_links_only
 from bot.adapters.slack_render import message_text, shared_report_text
