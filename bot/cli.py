@@ -132,12 +132,6 @@ async def _with_services(
 ) -> terminal_runs.Finish:
     from bot.compose import open_services  # the model and web clients load only to research
 
-    for model in settings.unpriced_models():
-        err.print(
-            f"research-bot: no price is known for {model}: costs will show as unknown "
-            "(set RESEARCH_BOT_PRICES).",
-            markup=False,
-        )
     async with open_services(settings) as services:
         return await action(services, err, subject, output)
 

@@ -58,7 +58,10 @@ async def open_services(
     if settings.anthropic_api_key is None:
         raise ConfigError(KEY_HELP)
     for unpriced in settings.unpriced_models():
-        log.warning("no price is known for %s: costs will show as unknown", unpriced)
+        log.warning(
+            "no price is known for %s: costs will show as unknown (set RESEARCH_BOT_PRICES)",
+            unpriced,
+        )
     async with AsyncExitStack() as stack:
         # The SDK's own retries are the one retry policy for the model; its timeout is per
         # request, and the loop also bounds each call by what is left of the run's deadline.
