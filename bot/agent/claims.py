@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from bot.agent import facts
+from bot.agent.control import Control
 from bot.agent.events import UsageRecorded
 from bot.agent.fence import fence
 from bot.agent.models import ModelCall, ModelPort
 from bot.agent.report import Report
-from bot.agent.state import RunState
+from bot.agent.state import RunState, Stop, guarded
 from bot.agent.support import Claim, Support, Verdict
 from bot.errors import ModelError
 
@@ -163,21 +165,29 @@ class ClaimChecker:
         self._fast_model = fast_model
         self._timeout_s = timeout_s
 
-    async def measure(self, run: RunState, report: Report) -> Support:
+    async def measure(self, run: RunState, report: Report, control: Control) -> Support:
         settled, open_ = measure_deterministic(run, report)
         if open_:
-            await self._judge(run, report, open_)
+            await self._judge(run, report, open_, control)
         claims = in_report_order(report, settled + open_)
         unverified = report.support.unverified if report.support is not None else 0
         return Support(claims=claims, unverified=unverified)
 
-    async def _judge(self, run: RunState, report: Report, claims: list[Claim]) -> None:
-        """Sets each claim's verdict from one fast-model call; on failure they stay unknown."""
+    async def _judge(
+        self, run: RunState, report: Report, claims: list[Claim], control: Control
+    ) -> None:
+        """Sets each claim's verdict from one fast-model call; on failure they stay unknown.
+        Summarize now or cancel (even pressed earlier) skips it: the report goes out as it is."""
+        call = self._model.complete(self._call(run, report, claims))
+        until = time.monotonic() + self._timeout_s
         try:
-            reply = await self._model.complete(self._call(run, report, claims))
+            reply = await guarded(run, control, call, until=until, allow_summarize=True)
         except ModelError as error:
             log.warning("run %s: the claim judge failed: %s", run.run_id, error)
             _note(claims, "the judge failed")
+            return
+        except Stop:
+            _note(claims, "not judged: the run was asked to stop")
             return
         run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
         try:

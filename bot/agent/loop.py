@@ -111,7 +111,7 @@ class Researcher:
             log.exception("run %s: research failed unexpectedly", run_id)
             await self._writeup.end(run, control, Stop("error", _unexpected(run_id)))
         else:
-            await self._writeup.completed(run, text)
+            await self._writeup.completed(run, control, text)
 
     async def _turns(self, run: RunState, control: Control) -> str:
         while run.turn < self._limits.max_turns:

@@ -73,8 +73,8 @@ class WriteUp:
         self._tools = tools
         self._claims = claims
 
-    async def completed(self, run: RunState, text: str) -> None:
-        await self._deliver(run, self._parse(run, text), synthesis=False)
+    async def completed(self, run: RunState, control: Control, text: str) -> None:
+        await self._deliver(run, control, self._parse(run, text), synthesis=False)
         _finish(run, Ending.COMPLETED)
 
     async def end(self, run: RunState, control: Control, stop: Stop) -> None:
@@ -87,14 +87,14 @@ class WriteUp:
             if run.has_evidence:
                 why = stop.message or "The run was cancelled."
                 await self._deliver(
-                    run, self._from_evidence(run, why), synthesis=False, evidence=True
+                    run, control, self._from_evidence(run, why), synthesis=False, evidence=True
                 )
             _finish(run, NOT_SYNTHESIZED[stop.why], stop.message)
 
     async def recover(self, run: RunState, control: Control, why: str = "interrupted") -> None:
         """Finish from stored events: `why` is "interrupted" or "error"."""
         if run.prior_report is not None:
-            await self._deliver(run, run.prior_report, synthesis=True)
+            await self._deliver(run, control, run.prior_report, synthesis=True)
             _finish(run, ENDINGS[why][0])
         elif not run.evidence:
             _finish(run, ENDINGS[why][1], NOTHING_FOUND[why])
@@ -123,11 +123,11 @@ class WriteUp:
             cancelled = isinstance(error, Stop) and error.why == "cancelled"
             message = _joined(cause, _failure(error))
             await self._deliver(
-                run, self._from_evidence(run, message), synthesis=True, evidence=True
+                run, control, self._from_evidence(run, message), synthesis=True, evidence=True
             )
             _finish(run, Ending.CANCELLED if cancelled else failed, message)
             return
-        await self._deliver(run, self._parse(run, reply.text), synthesis=True)
+        await self._deliver(run, control, self._parse(run, reply.text), synthesis=True)
         _finish(run, done, _joined(cause, WRITTEN_FROM_EVIDENCE) if cause else None)
 
     def _synthesis_call(self, run: RunState, why: str, until: float) -> ModelCall:
@@ -164,12 +164,18 @@ class WriteUp:
         )
 
     async def _deliver(
-        self, run: RunState, report: Report, *, synthesis: bool, evidence: bool = False
+        self,
+        run: RunState,
+        control: Control,
+        report: Report,
+        *,
+        synthesis: bool,
+        evidence: bool = False,
     ) -> None:
         measured = report.support is not None and report.support.claims
         if not (evidence or measured):
             # Claim support, measured before the report is emitted (and stored with it).
-            support = await self._claims.measure(run, report)
+            support = await self._claims.measure(run, report, control)
             report = report.model_copy(update={"support": support})
         run.emit(
             ReportReady(

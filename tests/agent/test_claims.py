@@ -3,6 +3,7 @@ first, then by the fast-model judge; the figures reach the report, its footer an
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -117,6 +118,10 @@ def _read_then(web: FakeWeb, text: str) -> list[Any]:
     return [reply_tools([("read_page", {"url": web.url + ARTICLE_PATH})]), reply_text(text)]
 
 
+async def _never(body: dict[str, Any]) -> Any:
+    await asyncio.Event().wait()
+
+
 def _judged(*verdicts: str) -> Any:
     claims = [{"id": i, "verdict": v, "reason": "r"} for i, v in enumerate(verdicts, start=1)]
     return reply([tool_use("record_verdicts", {"claims": claims})], "tool_use")
@@ -205,6 +210,27 @@ async def test_a_failed_judge_leaves_its_claims_unknown_and_the_run_completes(
     assert support is not None
     assert [c.verdict for c in support.claims] == [Verdict.UNKNOWN, Verdict.SUPPORTED]
     assert "1 unverified" in recorder.outcome.markdown
+
+
+async def test_cancel_while_the_judge_works_sends_the_report_out_unjudged(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    text = "# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- Founded in 2019 [1]."
+    anthropic_api.script(*_read_then(web, text))
+    anthropic_api.responder = _never  # the judge's call is not answered
+    async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
+        recorder = Recorder()
+        record = await services.runs.submit(Request(topic="Acme Robotics"), recorder)
+        await anthropic_api.wait_for_requests(3)
+        assert services.runs.cancel(record.run_id)
+        await recorder.finished.wait()
+
+    assert recorder.outcome.ending.value == "completed"
+    support = _report(recorder).support
+    assert support is not None
+    judged = [c for c in support.claims if c.method == "judge"]
+    assert judged and {c.verdict for c in judged} == {Verdict.UNKNOWN}
+    assert {c.note for c in judged} == {"not judged: the run was asked to stop"}
 
 
 async def test_a_report_from_the_evidence_alone_is_not_measured(
