@@ -13,6 +13,7 @@ import signal
 from collections.abc import Coroutine
 from typing import Any
 
+from bot.agent import i18n
 from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.errors import ConfigError
@@ -56,6 +57,8 @@ def _server(name: str, services: Services, port: int) -> Coroutine[Any, Any, Non
 
 async def serve(settings: Settings, asked: str, *, port: int) -> None:
     names = platforms_to_serve(settings, asked)
+    # Off the event loop, before the first request would pay for it on the loop.
+    await asyncio.to_thread(i18n.warm)
     async with open_services(settings) as services:
         tasks = [
             asyncio.create_task(_server(name, services, port), name=f"serve-{name}")

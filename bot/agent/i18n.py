@@ -294,6 +294,11 @@ def _detected(text: str) -> str | None:
     return normalise(str(best.lang))
 
 
+def warm() -> None:
+    """Load the detector's profiles now (blocking: call it in a thread), not on a first request."""
+    _factory()
+
+
 @cache
 def _factory() -> Any:
     """langdetect's profiles, loaded once (about a quarter of a second) on first use."""
