@@ -114,8 +114,9 @@ class Settings(BaseSettings):
     )
     """The research model's context window: past 75% of it, older tool results are compacted."""
 
-    extract_workers: int = Field(default=2, ge=1, le=32, alias="RESEARCH_BOT_EXTRACT_WORKERS")
-    """Processes that turn pages into text (about 60 MB each), started at the first page read."""
+    extract_workers: int = Field(default=1, ge=1, le=32, alias="RESEARCH_BOT_EXTRACT_WORKERS")
+    """Processes that turn pages into text (about 80 MB each), started at the first page read.
+    One reads about 250 pages a second (bench/scale.py); a second one costs another 80 MB."""
     extract_timeout_s: float = Field(
         default=10, gt=0, le=300, alias="RESEARCH_BOT_EXTRACT_TIMEOUT_S"
     )
@@ -125,7 +126,7 @@ class Settings(BaseSettings):
     )
     """Pages read at once by the whole process; more wait for a slot."""
     fetch_max_mib_in_flight: int = Field(
-        default=64, ge=1, le=4_096, alias="RESEARCH_BOT_FETCH_MAX_MIB_IN_FLIGHT"
+        default=32, ge=1, le=4_096, alias="RESEARCH_BOT_FETCH_MAX_MIB_IN_FLIGHT"
     )
     """MiB of page bodies the whole process holds at once; a fetch past it is refused."""
 

@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from bot.agent import i18n
-from bot.compose import Services, open_services
+from bot.compose import Services, freeze_startup_heap, open_services
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -60,6 +60,7 @@ async def serve(settings: Settings, asked: str, *, port: int) -> None:
     # Off the event loop, before the first request would pay for it on the loop.
     await asyncio.to_thread(i18n.warm)
     async with open_services(settings) as services:
+        freeze_startup_heap()
         tasks = [
             asyncio.create_task(_server(name, services, port), name=f"serve-{name}")
             for name in names

@@ -11,8 +11,12 @@ started again for the next page; a worker that dies is replaced the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import logging
-import multiprocessing
+import socket
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,6 +36,7 @@ FAST_PATH_MIN_CHARS = 1_000
 """trafilatura's own extractor alone (`fast=True`) is kept when it finds at least this much
 text; shorter or messier pages get the full cascade (readability, then justext)."""
 _WARM_PAGE = b"<html><body><p>warm up</p></body></html>"  # short: takes the justext path
+_CHILD = "from bot.agent.extract import _child; _child()"
 
 
 class Page(BaseModel):
@@ -63,9 +68,7 @@ def extract_page(body: Body, max_chars: int) -> Page:
     if body.media_type in HTML_TYPES:
         # Without a declared charset trafilatura reads the bytes and finds the encoding itself.
         html = decode(body.data, body.charset) if body.charset else bytes(body.data)
-        text, title = _trafilatura(html, body.url, fast=True)
-        if len(text) < FAST_PATH_MIN_CHARS:
-            text, title = _trafilatura(html, body.url, fast=False)
+        text, title = _trafilatura(html, body.url)
     else:
         text = decode(body.data, body.charset)
     text = text.strip()
@@ -81,21 +84,45 @@ def extract_page(body: Body, max_chars: int) -> Page:
     return Page(url=body.url, title=title, text=text, truncated=truncated)
 
 
-def _trafilatura(html: str | bytes, url: str, *, fast: bool) -> tuple[str, str]:
-    import trafilatura  # only where pages are extracted: the workers keep it out of the bot
+def _trafilatura(html: str | bytes, url: str) -> tuple[str, str]:
+    """The page's text and title. The page is parsed once; its title is found the way
+    trafilatura's metadata finds it (meta tags, JSON-LD, then <title>/<h1>), without the rest
+    of `with_metadata` (dates, authors, categories), which costs five times the extraction
+    itself (htmldate's regexes) for nothing we use."""
+    # Only where pages are extracted: the workers keep these out of the bot.
+    import trafilatura
     from trafilatura.settings import Document
+    from trafilatura.utils import load_html
 
-    doc = trafilatura.bare_extraction(
-        html,
-        url=url,
-        fast=fast,
-        include_comments=False,
-        include_links=False,
-        with_metadata=True,
-    )
-    if isinstance(doc, Document):
-        return doc.text or "", doc.title or ""
-    return "", ""
+    tree = load_html(html)
+    if tree is None:
+        return "", ""
+    title = _title(tree)
+    text = ""
+    for fast in (True, False):  # trafilatura's own extractor first, the full cascade if short
+        doc = trafilatura.bare_extraction(
+            tree,  # copied by trafilatura: the second pass starts from the same tree
+            url=url,
+            fast=fast,
+            include_comments=False,
+            include_links=False,
+            with_metadata=False,
+        )
+        text = (doc.text or "") if isinstance(doc, Document) else ""
+        if len(text) >= FAST_PATH_MIN_CHARS:
+            break
+    return text, title
+
+
+def _title(tree: Any) -> str:
+    """trafilatura's `extract_metadata` title steps, and only those."""
+    from trafilatura.metadata import examine_meta, extract_meta_json, extract_title
+
+    meta = examine_meta(tree)
+    # trafilatura guards this call the same way (bugs in its JSON-LD reader).
+    with contextlib.suppress(Exception):
+        meta = extract_meta_json(tree, meta)
+    return meta.title or extract_title(tree) or ""
 
 
 def decode(data: bytes | bytearray, charset: str | None) -> str:
@@ -111,9 +138,15 @@ def decode(data: bytes | bytearray, charset: str | None) -> str:
     return text.encode("utf-8", "replace").decode("utf-8")
 
 
+def _child() -> None:
+    """A worker process's entry point: `python -c "...; _child()" FD`, FD its end of the pipe."""
+    _serve(Connection(int(sys.argv[1])))
+
+
 def _serve(conn: Connection) -> None:
     """A worker's life: warm up, say so, then one page per message until told to stop."""
     extract_page(Body("http://warm.up/", "warm.up", "text/html", None, _WARM_PAGE), 100)
+    gc.freeze()  # modules and stoplists live as long as the worker: the collector skips them
     conn.send("ready")
     while True:
         try:
@@ -138,14 +171,31 @@ class _Crashed(Exception):
 
 
 class _Worker:
-    """One worker process and our end of its pipe; used from one thread at a time."""
+    """One worker process and our end of its pipe; used from one thread at a time.
 
-    def __init__(self, context: Any) -> None:
-        self.conn, theirs = context.Pipe()
-        self.process = context.Process(target=_serve, args=(theirs,), daemon=True)
-        self.process.start()
-        theirs.close()
-        self.conn.recv()  # "ready": imported and warmed
+    A plain `python -c`, not a multiprocessing spawn: spawn re-imports the parent's `__main__`
+    in the child (the whole bot: anthropic, the store, the chat front ends), about 60 MB per
+    worker for nothing; this child imports this module and trafilatura only."""
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _CHILD, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        try:
+            self.conn.recv()  # "ready": imported and warmed
+        except BaseException:
+            self.stop(kill=True)
+            raise
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def call(self, meta: tuple[Any, ...], data: bytes | bytearray, timeout_s: float) -> Any:
         """The worker's answer; None when it is past `timeout_s` (then it must be killed)."""
@@ -162,12 +212,13 @@ class _Worker:
         if not kill:
             try:
                 self.conn.send(None)
-            except OSError:
+                self.process.wait(1.0)
+            except (OSError, subprocess.TimeoutExpired):
                 kill = True
-            self.process.join(1.0)
-        if self.process.is_alive():
+        if self.alive():
             self.process.kill()
-            self.process.join(1.0)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(1.0)
         self.conn.close()
 
 
@@ -177,7 +228,6 @@ class Extractor:
     def __init__(self, *, workers: int = 2, timeout_s: float = 10.0) -> None:
         self.workers = workers
         self.timeout_s = timeout_s
-        self._context = multiprocessing.get_context("spawn")  # no fork of a threaded process
         self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extract")
         self._idle: asyncio.Queue[_Worker | None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -199,7 +249,7 @@ class Extractor:
     def pids(self) -> list[int]:
         """The worker processes running now (for tests and the benchmark's memory count)."""
         with self._lock:
-            return [w.process.pid for w in self._live if w.process.pid is not None]
+            return [w.process.pid for w in self._live]
 
     async def start(self) -> None:
         """Start and warm every worker now, rather than at the first page."""
@@ -238,13 +288,13 @@ class Extractor:
 
     def _ready(self, worker: _Worker | None) -> _Worker:
         """`worker` if it is alive, else a new one (started and warmed in this thread)."""
-        if worker is not None and worker.process.is_alive():
+        if worker is not None and worker.alive():
             return worker
         if self._closed:
             raise ToolError("the bot is shutting down: pages are no longer read")
         if worker is not None:
             self._retire(worker, kill=True)
-        new = _Worker(self._context)
+        new = _Worker()
         with self._lock:
             self._live.add(new)
         return new
