@@ -44,6 +44,12 @@ class Frame(BaseModel, frozen=True):
     footer: str
     """`{run_id}`, `{turns}`, `{ending}`, `{input}`, `{output}`, `{cache_read}`,
     `{cache_write}`, `{cost}`."""
+    support: str
+    """The claim-support footer line: `{claims}`, `{supported}`, `{unsupported}`, `{unknown}`."""
+    uncited: str
+    """Added to it when statements were marked [unverified]: `{unverified}`."""
+    seen_only: str
+    """After a source the run never read (its citation rests on a search snippet)."""
 
 
 FRAMES: dict[str, Frame] = {
@@ -67,6 +73,9 @@ FRAMES: dict[str, Frame] = {
             "Run `{run_id}` · {turns} turns · ending: {ending} · tokens in {input} / out "
             "{output} / cache read {cache_read} / cache write {cache_write} · {cost}"
         ),
+        support="{claims} cited claims · {supported} supported by their source · {unsupported} not · {unknown} unverified",
+        uncited=" · {unverified} marked [unverified] (their sources were never retrieved)",
+        seen_only="(search result only)",
     ),
     "de": Frame(
         name="German",
@@ -88,6 +97,9 @@ FRAMES: dict[str, Frame] = {
             "Lauf `{run_id}` · {turns} Runden · Ende: {ending} · Tokens ein {input} / aus "
             "{output} / Cache gelesen {cache_read} / Cache geschrieben {cache_write} · {cost}"
         ),
+        support="{claims} belegte Aussagen · {supported} von ihrer Quelle gestützt · {unsupported} nicht · {unknown} ungeprüft",
+        uncited=" · {unverified} als [unverified] markiert (ihre Quellen wurden nie abgerufen)",
+        seen_only="(nur Suchergebnis)",
     ),
     "fr": Frame(
         name="French",
@@ -109,6 +121,9 @@ FRAMES: dict[str, Frame] = {
             "Exécution `{run_id}` · {turns} tours · fin : {ending} · jetons entrée {input} / "
             "sortie {output} / cache lu {cache_read} / cache écrit {cache_write} · {cost}"
         ),
+        support="{claims} affirmations citées · {supported} étayées par leur source · {unsupported} non · {unknown} non vérifiées",
+        uncited=" · {unverified} marquées [unverified] (leurs sources n'ont jamais été récupérées)",
+        seen_only="(résultat de recherche seulement)",
     ),
     "es": Frame(
         name="Spanish",
@@ -130,6 +145,9 @@ FRAMES: dict[str, Frame] = {
             "Ejecución `{run_id}` · {turns} turnos · final: {ending} · tokens entrada {input} / "
             "salida {output} / caché leída {cache_read} / caché escrita {cache_write} · {cost}"
         ),
+        support="{claims} afirmaciones citadas · {supported} respaldadas por su fuente · {unsupported} no · {unknown} sin verificar",
+        uncited=" · {unverified} marcadas [unverified] (sus fuentes nunca se obtuvieron)",
+        seen_only="(solo resultado de búsqueda)",
     ),
     "it": Frame(
         name="Italian",
@@ -152,6 +170,9 @@ FRAMES: dict[str, Frame] = {
             "{input} / in uscita {output} / cache letta {cache_read} / cache scritta "
             "{cache_write} · {cost}"
         ),
+        support="{claims} affermazioni citate · {supported} supportate dalla fonte · {unsupported} no · {unknown} non verificate",
+        uncited=" · {unverified} segnate [unverified] (le loro fonti non sono mai state recuperate)",
+        seen_only="(solo risultato di ricerca)",
     ),
     "pt": Frame(
         name="Portuguese",
@@ -173,6 +194,9 @@ FRAMES: dict[str, Frame] = {
             "Execução `{run_id}` · {turns} turnos · fim: {ending} · tokens entrada {input} / "
             "saída {output} / cache lido {cache_read} / cache gravado {cache_write} · {cost}"
         ),
+        support="{claims} afirmações citadas · {supported} sustentadas pela fonte · {unsupported} não · {unknown} não verificadas",
+        uncited=" · {unverified} marcadas [unverified] (as fontes nunca foram obtidas)",
+        seen_only="(apenas resultado de pesquisa)",
     ),
     "ru": Frame(
         name="Russian",
@@ -194,6 +218,9 @@ FRAMES: dict[str, Frame] = {
             "Запуск `{run_id}` · ходов: {turns} · завершение: {ending} · токены: вход {input} / "
             "выход {output} / чтение кэша {cache_read} / запись кэша {cache_write} · {cost}"
         ),
+        support="{claims} утверждений со ссылками · {supported} подтверждены источником · {unsupported} нет · {unknown} не проверены",
+        uncited=" · {unverified} помечены [unverified] (их источники так и не были получены)",
+        seen_only="(только результат поиска)",
     ),
     "ja": Frame(
         name="Japanese",
@@ -215,6 +242,9 @@ FRAMES: dict[str, Frame] = {
             "実行 `{run_id}` · {turns} ターン · 終了: {ending} · トークン 入力 {input} / "
             "出力 {output} / キャッシュ読込 {cache_read} / キャッシュ書込 {cache_write} · {cost}"
         ),
+        support="出典付きの主張 {claims} 件 · 出典で裏付け {supported} 件 · 裏付けなし {unsupported} 件 · 未確認 {unknown} 件",
+        uncited=" · [unverified] 表示 {unverified} 件（出典を取得できず）",
+        seen_only="（検索結果のみ）",
     ),
 }
 LANGUAGES = tuple(sorted(FRAMES))

@@ -162,9 +162,12 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
         out += [f"## {section.heading}", "", section.body.strip(), ""]
     if report.sources:
         out += [f"## {words.sources}", ""]
-        out += [_source_line(n, s) for n, s in enumerate(report.sources, start=1)]
+        out += [_source_line(n, s, words.seen_only) for n, s in enumerate(report.sources, start=1)]
         out.append("")
-    out += ["---", ""] + ([support_line(report.support), ""] if report.support else [])
+    if report.support:
+        out += ["---", "", support_line(report.support, words.support, words.uncited), ""]
+    else:
+        out += ["---", ""]
     out += [
         words.footer.format(
             run_id=run.run_id,
@@ -181,18 +184,14 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     return "\n".join(out)
 
 
-SEEN_ONLY = "(search result only)"
-"""After a source the run never read: the citation rests on a search snippet."""
-
-
-def _source_line(n: int, source: Source) -> str:
+def _source_line(n: int, source: Source, seen_only: str) -> str:
     label = source.title or source.url
     label = label.replace("[", "(").replace("]", ")").replace("\n", " ")
     target = source.url
     if any(ch in target for ch in "()<> "):
         # Angle brackets keep an address with parentheses or spaces whole.
         target = "<" + target.replace("<", "%3C").replace(">", "%3E").replace(" ", "%20") + ">"
-    return f"{n}. [{label}]({target})" + ("" if source.read else f" {SEEN_ONLY}")
+    return f"{n}. [{label}]({target})" + ("" if source.read else f" {seen_only}")
 
 
 def report_filename(run: RunRecord) -> str:

@@ -41,17 +41,9 @@ class Support(BaseModel):
         return sum(claim.verdict is verdict for claim in self.claims)
 
 
-SUPPORT_LINE = (
-    "{claims} cited claims · {supported} supported by their source · {unsupported} not · "
-    "{unknown} unverified"
-)
-"""The footer's words (`unverified`: neither check could tell)."""
-UNCITED = " · {unverified} marked [unverified] (their sources were never retrieved)"
-
-
-def support_line(support: Support, words: str = SUPPORT_LINE, uncited: str = UNCITED) -> str:
+def support_line(support: Support, words: str, uncited: str) -> str:
     """The footer line, e.g. "14 cited claims · 12 supported by their source · 1 not · 1
-    unverified"; `words` and `uncited` are the templates (a translation passes its own)."""
+    unverified"; `words` and `uncited` are the report language's templates (bot/agent/i18n)."""
     line = words.format(
         claims=len(support.claims),
         supported=support.count(Verdict.SUPPORTED),

@@ -8,7 +8,15 @@ import pytest
 
 from bot.agent.i18n import FRAMES, detect, language_for, normalise, stated
 from bot.agent.prompts import evidence_prompt, system_prompt, task
-from bot.agent.report import Source, SourceRegistry, evidence_report, parse_report, render_markdown
+from bot.agent.report import (
+    Report,
+    Source,
+    SourceRegistry,
+    evidence_report,
+    parse_report,
+    render_markdown,
+)
+from bot.agent.support import Claim, Support, Verdict
 from bot.domain import Mode, Origin, RunRecord, RunStatus
 from bot.errors import RequestError
 
@@ -148,9 +156,24 @@ def test_a_german_report_has_a_german_frame() -> None:
         "",
         "## Kurzfassung",
     ]
-    assert "## Quellen\n\n1. [Acme](https://acme.example/)" in markdown
+    assert "## Quellen\n\n1. [Acme](https://acme.example/) (nur Suchergebnis)" in markdown
     assert "## TL;DR" not in markdown and "## Sources" not in markdown
     assert "Lauf `abc123` · 3 Runden · Ende: completed · Tokens ein 1,200" in markdown
+
+
+def test_the_claim_support_footer_speaks_the_report_language() -> None:
+    claim = Claim(sentence="Baut Roboter [1].", sources=[1], verdict=Verdict.SUPPORTED, method="x")
+    support = Support(claims=[claim], unverified=1)
+    report = Report(title="Acme", tldr="Baut Roboter [1].", language="de", support=support)
+
+    markdown = render_markdown(report, _run(), "completed")
+
+    assert (
+        "1 belegte Aussagen · 1 von ihrer Quelle gestützt · 0 nicht · 0 ungeprüft · "
+        "1 als [unverified] markiert (ihre Quellen wurden nie abgerufen)"
+    ) in markdown
+    english = render_markdown(report.model_copy(update={"language": "en"}), _run(), "completed")
+    assert "1 cited claims · 1 supported by their source · 0 not · 0 unverified" in english
 
 
 def test_a_report_from_the_sources_alone_speaks_the_language_too() -> None:
