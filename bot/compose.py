@@ -13,7 +13,7 @@ from anthropic import AsyncAnthropic
 from bot.agent.budget import MiB, ReadBudget
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
-from bot.agent.extract import Extractor
+from bot.agent.extract_pool import Extractor
 from bot.agent.fetch import PageFetcher
 from bot.agent.loop import Researcher
 from bot.agent.models import AnthropicModel

@@ -13,7 +13,8 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from bot.agent.budget import Allowance, ReadBudget
-from bot.agent.extract import HTML_TYPES, Body, Extractor, Page, extract_page
+from bot.agent.extract import HTML_TYPES, Body, Page, extract_page
+from bot.agent.extract_pool import Extractor
 from bot.agent.netguard import NetGuard, Resolver, Target
 from bot.errors import FetchRefused, ToolError
 

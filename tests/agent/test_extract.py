@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.agent.extract import Body, Extractor, extract_page
+from bot.agent.extract import Body, extract_page
+from bot.agent.extract_pool import Extractor
 from bot.agent.fetch import FetchLimits, PageFetcher
 from bot.errors import ToolError
 from tests.fakes.web import ARTICLE_HTML, ARTICLE_PATH, INJECTION_HTML, FakeWeb
