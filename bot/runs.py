@@ -134,9 +134,7 @@ class RunManager:
         if record.status in (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED):
             self._redeliver(record, listener)
             return record
-        if not owner_gone(
-            record.owner, record.lease_until, now=self._store.now(), me=self.owner
-        ) or not await self._claim(record):
+        if not self._orphan(record) or not await self._claim(record):
             pid = owner_pid(record.owner)
             where = f" (process {pid})" if pid else ""
             raise RequestError(
@@ -165,13 +163,14 @@ class RunManager:
     def _lease(self) -> datetime:
         return self._store.now() + timedelta(seconds=self._lease_s)
 
+    def _orphan(self, record: RunRecord) -> bool:
+        """Nobody runs it any more (its process is gone), so this process may take it."""
+        return owner_gone(record.owner, record.lease_until, now=self._store.now(), me=self.owner)
+
     def _listener_if_free(
         self, record: RunRecord, listener_for: Callable[[RunRecord], RunListener | None]
     ) -> RunListener | None:
-        if record.run_id in self._active:
-            return None
-        now = self._store.now()
-        if not owner_gone(record.owner, record.lease_until, now=now, me=self.owner):
+        if record.run_id in self._active or not self._orphan(record):
             return None
         return listener_for(record)
 
