@@ -21,6 +21,13 @@ class Mode(StrEnum):
     """Open public tenders and contracts matching free-text filters."""
 
 
+class Depth(StrEnum):
+    QUICK = "quick"
+    """One research agent (the default)."""
+    DEEP = "deep"
+    """A plan, researchers in parallel, a supervisor's draft and a final report (seed 004)."""
+
+
 class RunStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -53,6 +60,7 @@ class Request(BaseModel):
     topic: str
     mode: Mode = Mode.COMPANY
     origin: Origin = Field(default_factory=Origin)
+    depth: Depth = Depth.QUICK
     language: str = "en"
     """The asker's language, a BCP 47 primary tag (`de`, `ja` …): the report is written in it."""
 
@@ -103,6 +111,7 @@ class RunRecord(BaseModel):
     topic: str
     mode: Mode
     origin: Origin
+    depth: Depth = Depth.QUICK
     language: str = "en"
     status: RunStatus
     termination_reason: str | None = None

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from bot.agent.deep_schema import Finding, SubQuestion
 from bot.agent.report import Report, Source
 
 
@@ -69,6 +70,9 @@ def _now() -> datetime:
 
 class _Event(BaseModel):
     at: datetime = Field(default_factory=_now)
+    agent: int = 0
+    """Who emitted it: 0 the run itself (a quick run; a deep run's planner and supervisor),
+    1..n a deep run's researchers (numbered across rounds). Turns are counted per agent."""
 
 
 class RunQueued(_Event):
@@ -172,6 +176,43 @@ class FinishReviewed(_Event):
     feedback: str = ""
 
 
+class PlanReady(_Event):
+    """A deep run's plan: one researcher per sub-question."""
+
+    kind: Literal["plan_ready"] = "plan_ready"
+    questions: list[SubQuestion]
+    fallback: bool = False
+    """True: the model's plan was unusable and the fixed plan for the mode is used."""
+
+
+class ResearcherStarted(_Event):
+    """A deep run's researcher (its number is `agent`) takes up one sub-question."""
+
+    kind: Literal["researcher_started"] = "researcher_started"
+    question: str
+    round: int = 1
+    """1: the plan's researchers; 2: the supervisor's follow-up on gaps."""
+
+
+class FindingReady(_Event):
+    """A researcher is done (`agent`); `from_evidence`: written without the model."""
+
+    kind: Literal["finding_ready"] = "finding_ready"
+    finding: Finding
+    from_evidence: bool = False
+    ending: str = "completed"
+    """completed | max_turns | deadline | forced | error | cancelled"""
+
+
+class DraftReady(_Event):
+    """The supervisor's draft from the findings (seed 004's draft_report)."""
+
+    kind: Literal["draft_ready"] = "draft_ready"
+    draft: str
+    gaps: list[str] = Field(default_factory=list)
+    round: int = 1
+
+
 Event = Annotated[
     RunQueued
     | RunStarted
@@ -184,7 +225,11 @@ Event = Annotated[
     | SynthesisStarted
     | ReportReady
     | RunFinished
-    | FinishReviewed,
+    | FinishReviewed
+    | PlanReady
+    | ResearcherStarted
+    | FindingReady
+    | DraftReady,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
