@@ -94,6 +94,15 @@ class Settings(BaseSettings):
     )
     """Runs that research at once; more wait in a queue."""
 
+    deep_researchers: int = Field(default=4, ge=1, le=8, alias="RESEARCH_BOT_DEEP_RESEARCHERS")
+    """Researchers a deep run sends out in parallel; the whole deep run takes one run slot."""
+    deep_max_turns: int = Field(default=8, ge=1, le=50, alias="RESEARCH_BOT_DEEP_MAX_TURNS")
+    """Model turns with tools each researcher of a deep run may take."""
+    deep_deadline_s: float = Field(
+        default=1_800, gt=0, le=86_400, alias="RESEARCH_BOT_DEEP_DEADLINE_S"
+    )
+    """Wall-clock seconds for a whole deep run: plan, researchers, draft and final report."""
+
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, alias="RESEARCH_BOT_FETCH_ALLOW_HOSTS"
     )

@@ -16,26 +16,23 @@ from typing import Any
 
 from bot.agent.calls import Limits, model_call
 from bot.agent.claims import ClaimChecker
-from bot.agent.compress import Compressor, compact_form, compact_if_full
+from bot.agent.compress import Compressor, compact_if_full
 from bot.agent.control import Control
 from bot.agent.events import (
     Event,
     ModelText,
     Notice,
     RunStarted,
-    ToolCalled,
-    ToolFinished,
     TurnStarted,
-    UsageRecorded,
 )
 from bot.agent.guard import FinishGuard
-from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
+from bot.agent.models import ModelPort
 from bot.agent.prompts import continue_after_max_tokens, system_prompt, task
-from bot.agent.state import RunState, Stop, fence, guarded
-from bot.agent.tools import Toolbox, ToolContext
+from bot.agent.state import RunState, Stop
+from bot.agent.steps import Steps
+from bot.agent.tools import Toolbox
 from bot.agent.writeup import WriteUp
 from bot.domain import Request
-from bot.errors import ContextOverflow, ModelError
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +51,7 @@ class Researcher:
         self._compressor = compressor
         self._limits = limits
         self._tools = toolbox.schemas()
+        self._steps = Steps(model, toolbox, compressor)
         # The fast model that compresses tool output also checks reports (claims, finish guard).
         fast, timeout_s = compressor.model, limits.model_timeout_s
         self._guard = FinishGuard(
@@ -118,7 +116,7 @@ class Researcher:
             compact_if_full(run, self._limits.context_window_tokens)
             run.turn += 1
             run.emit(TurnStarted(turn=run.turn))
-            reply = await self._ask(run, control, model_call(run, self._tools, self._limits))
+            reply = await self._steps.ask(run, control, model_call(run, self._tools, self._limits))
             if reply.stop_reason in ("end_turn", "stop_sequence"):
                 if not reply.text:
                     raise Stop("llm_error", "The model ended without writing a report.")
@@ -129,7 +127,7 @@ class Researcher:
                 run.messages.append({"role": "assistant", "content": reply.content})
                 if reply.text:
                     run.emit(ModelText(turn=run.turn, text=reply.text))
-                await self._run_tools(run, control, reply.tool_uses)
+                await self._steps.run_tools(run, control, reply.tool_uses)
             elif reply.stop_reason == "max_tokens":
                 # A cut-off tool_use has partial input: drop it, keep the words, ask to go on.
                 kept = [b for b in reply.content if b.get("type") != "tool_use"]
@@ -147,94 +145,6 @@ class Researcher:
                     "llm_error", f"The model stopped for an unknown reason ({reply.stop_reason})."
                 )
         raise Stop("max_turns")
-
-    async def _ask(self, run: RunState, control: Control, call: ModelCall) -> ModelReply:
-        try:
-            reply = await guarded(
-                run, control, self._model.complete(call), until=run.deadline, allow_summarize=True
-            )
-        except ContextOverflow as error:
-            raise Stop("context") from error
-        except ModelError as error:
-            # With evidence, the write-up may still work (a 529 now may pass a moment later).
-            raise Stop("error" if run.has_evidence else "llm_error", str(error)) from error
-        run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
-        used = reply.usage
-        # The whole request (cached or not) plus the reply: what the next turn starts from.
-        run.context_tokens = (
-            used.input_tokens
-            + used.cache_read_tokens
-            + used.cache_write_tokens
-            + used.output_tokens
-        )
-        return reply
-
-    async def _run_tools(self, run: RunState, control: Control, uses: list[ToolUse]) -> None:
-        for use in uses:
-            run.emit(ToolCalled(turn=run.turn, call_id=use.id, name=use.name, input=use.input))
-        results: dict[str, dict[str, Any]] = {}
-
-        async def all_tools() -> None:
-            # A TaskGroup: when the turn is interrupted, no tool is left running behind it.
-            async with asyncio.TaskGroup() as group:
-                for use in uses:
-                    group.create_task(self._one_tool(run, use, results))
-
-        try:
-            await guarded(run, control, all_tools(), until=run.deadline, allow_summarize=True)
-        finally:
-            # Whatever ended the turn, every tool_use gets its tool_result: finished tools keep
-            # theirs, the rest say they were stopped, so synthesis sees a valid conversation.
-            blocks = [results.get(use.id) or _stopped(use) for use in uses]
-            run.messages.append({"role": "user", "content": blocks})
-
-    async def _one_tool(
-        self, run: RunState, use: ToolUse, results: dict[str, dict[str, Any]]
-    ) -> None:
-        result = await self._toolbox.call(
-            ToolContext(run.registry, run.run_id), use.name, use.input
-        )
-        out, compressed = result.output, False
-        body = out.body
-        if body and not result.is_error:
-            body, compressed, usage = await self._compressor.compress(
-                body, goal=run.task, tool=use.name
-            )
-            if compressed:
-                run.record(UsageRecorded(turn=run.turn, model=self._compressor.model, usage=usage))
-        content = out.heading + (f"\n{fence(body)}" if body else "")
-        numbers = [run.registry.number(s.url) or 0 for s in out.sources]
-        cited = list(zip(numbers, out.sources, strict=True))
-        if body and len(short := compact_form(out.heading, cited, body)) < len(content):
-            run.compact_forms[use.id] = short
-        run.record(
-            ToolFinished(
-                turn=run.turn,
-                call_id=use.id,
-                name=use.name,
-                is_error=result.is_error,
-                content=content,
-                sources=out.sources,
-                numbers=numbers,
-                compressed=compressed,
-                duration_s=result.duration_s,
-            )
-        )
-        results[use.id] = {
-            "type": "tool_result",
-            "tool_use_id": use.id,
-            "content": content,
-            "is_error": result.is_error,
-        }
-
-
-def _stopped(use: ToolUse) -> dict[str, Any]:
-    return {
-        "type": "tool_result",
-        "tool_use_id": use.id,
-        "is_error": True,
-        "content": f"{use.name} was stopped before it finished.",
-    }
 
 
 def _unexpected(run_id: str) -> str:

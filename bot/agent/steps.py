@@ -1,0 +1,117 @@
+"""The two steps every research agent repeats: ask the model, run the tools it called.
+
+Shared by the quick loop and a deep run's researchers. `Toolbox`-like objects are accepted so
+a deep run can put its shared page cache in front of the tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from bot.agent.compress import Compressor, compact_form
+from bot.agent.control import Control
+from bot.agent.events import ToolCalled, ToolFinished, UsageRecorded
+from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
+from bot.agent.state import RunState, Stop, fence, guarded
+from bot.agent.tools import ToolContext, ToolResult
+from bot.errors import ContextOverflow, ModelError
+
+
+class Tools(Protocol):
+    async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult: ...
+
+
+class Steps:
+    def __init__(self, model: ModelPort, toolbox: Tools, compressor: Compressor) -> None:
+        self._model = model
+        self._toolbox = toolbox
+        self._compressor = compressor
+
+    async def ask(self, run: RunState, control: Control, call: ModelCall) -> ModelReply:
+        try:
+            reply = await guarded(
+                run, control, self._model.complete(call), until=run.deadline, allow_summarize=True
+            )
+        except ContextOverflow as error:
+            raise Stop("context") from error
+        except ModelError as error:
+            # With evidence, the write-up may still work (a 529 now may pass a moment later).
+            raise Stop("error" if run.has_evidence else "llm_error", str(error)) from error
+        run.record(UsageRecorded(turn=run.turn, model=reply.model, usage=reply.usage))
+        used = reply.usage
+        # The whole request (cached or not) plus the reply: what the next turn starts from.
+        run.context_tokens = (
+            used.input_tokens
+            + used.cache_read_tokens
+            + used.cache_write_tokens
+            + used.output_tokens
+        )
+        return reply
+
+    async def run_tools(self, run: RunState, control: Control, uses: list[ToolUse]) -> None:
+        for use in uses:
+            run.emit(ToolCalled(turn=run.turn, call_id=use.id, name=use.name, input=use.input))
+        results: dict[str, dict[str, Any]] = {}
+
+        async def all_tools() -> None:
+            # A TaskGroup: when the turn is interrupted, no tool is left running behind it.
+            async with asyncio.TaskGroup() as group:
+                for use in uses:
+                    group.create_task(self._one_tool(run, use, results))
+
+        try:
+            await guarded(run, control, all_tools(), until=run.deadline, allow_summarize=True)
+        finally:
+            # Whatever ended the turn, every tool_use gets its tool_result: finished tools keep
+            # theirs, the rest say they were stopped, so synthesis sees a valid conversation.
+            blocks = [results.get(use.id) or _stopped(use) for use in uses]
+            run.messages.append({"role": "user", "content": blocks})
+
+    async def _one_tool(
+        self, run: RunState, use: ToolUse, results: dict[str, dict[str, Any]]
+    ) -> None:
+        result = await self._toolbox.call(
+            ToolContext(run.registry, run.run_id), use.name, use.input
+        )
+        out, compressed = result.output, False
+        body = out.body
+        if body and not result.is_error:
+            body, compressed, usage = await self._compressor.compress(
+                body, goal=run.task, tool=use.name
+            )
+            if compressed:
+                run.record(UsageRecorded(turn=run.turn, model=self._compressor.model, usage=usage))
+        content = out.heading + (f"\n{fence(body)}" if body else "")
+        numbers = [run.registry.number(s.url) or 0 for s in out.sources]
+        cited = list(zip(numbers, out.sources, strict=True))
+        if body and len(short := compact_form(out.heading, cited, body)) < len(content):
+            run.compact_forms[use.id] = short
+        run.record(
+            ToolFinished(
+                turn=run.turn,
+                call_id=use.id,
+                name=use.name,
+                is_error=result.is_error,
+                content=content,
+                sources=out.sources,
+                numbers=numbers,
+                compressed=compressed,
+                duration_s=result.duration_s,
+            )
+        )
+        results[use.id] = {
+            "type": "tool_result",
+            "tool_use_id": use.id,
+            "content": content,
+            "is_error": result.is_error,
+        }
+
+
+def _stopped(use: ToolUse) -> dict[str, Any]:
+    return {
+        "type": "tool_result",
+        "tool_use_id": use.id,
+        "is_error": True,
+        "content": f"{use.name} was stopped before it finished.",
+    }
