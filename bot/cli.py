@@ -22,7 +22,7 @@ from bot.agent.events import format_cost
 from bot.agent.i18n import language_for, stated
 from bot.agent.trajectory import trajectory
 from bot.config import Settings
-from bot.domain import Mode, Origin, Request, RunRecord, RunStatus, strip_controls
+from bot.domain import Depth, Mode, Origin, Request, RunRecord, RunStatus, strip_controls
 from bot.errors import BotError, ConfigError, NotFoundError
 from bot.owner import owner_gone
 from bot.store import Store
@@ -79,8 +79,20 @@ def _log_to_terminal() -> None:
 def research(
     topic: Annotated[str, typer.Argument(help="A company name, or filters for --mode contracts.")],
     mode: Annotated[Mode, typer.Option(help="What kind of research.")] = Mode.COMPANY,
-    max_turns: Annotated[int | None, typer.Option(help="Model turns with tools (1-100).")] = None,
-    deadline: Annotated[float | None, typer.Option(help="Seconds of research.")] = None,
+    depth: Annotated[
+        Depth,
+        typer.Option(
+            help="quick: one researcher; deep: a plan, several researchers in parallel, one "
+            "report (slower)."
+        ),
+    ] = Depth.QUICK,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(help="Model turns with tools (1-100); with --depth deep, per researcher."),
+    ] = None,
+    deadline: Annotated[
+        float | None, typer.Option(help="Seconds of research; with --depth deep, the whole run.")
+    ] = None,
     output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
     language: Annotated[
         str | None,
@@ -92,11 +104,12 @@ def research(
     """Research a company (or public contracts) and write a Markdown report."""
     _log_to_terminal()
     try:
-        settings = load_settings(max_turns=max_turns, deadline_s=deadline)
+        settings = load_settings(**_limits(depth, max_turns, deadline))
         request = Request(
             topic=topic,
             mode=mode,
             origin=Origin(platform="terminal"),
+            depth=depth,
             language=language_for(stated(language), topic),
         )
         check_output(output)
@@ -104,6 +117,13 @@ def research(
     except BotError as error:
         raise fail(error) from None
     _conclude(finish)
+
+
+def _limits(depth: Depth, max_turns: int | None, deadline: float | None) -> dict[str, Any]:
+    """--max-turns and --deadline set the limits of the depth asked for."""
+    if depth is Depth.DEEP:
+        return {"deep_max_turns": max_turns, "deep_deadline_s": deadline}
+    return {"max_turns": max_turns, "deadline_s": deadline}
 
 
 @app.command()
@@ -181,7 +201,7 @@ def history(
         out.print('No runs yet. Try: research-bot research "Acme Robotics"', markup=False)
     for r in runs:
         out.print(
-            f"{r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  {r.mode.value:<9} "
+            f"{r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  {r.mode.value:<9} {r.depth.value:<5} "
             f"{shown_status(r, now):<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
             f"{format_cost(r.cost_usd)}  {strip_controls(r.topic)}",
             markup=False,

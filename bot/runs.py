@@ -356,7 +356,11 @@ class RunManager:
 
 def _request(record: RunRecord) -> Request:
     return Request(
-        topic=record.topic, mode=record.mode, origin=record.origin, language=record.language
+        topic=record.topic,
+        mode=record.mode,
+        origin=record.origin,
+        depth=record.depth,
+        language=record.language,
     )
 
 

@@ -75,6 +75,10 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (run_id, n)
     );
     """,
+    # 4: how deep a run researches; every run before this version was a quick one.
+    """
+    ALTER TABLE runs ADD COLUMN depth TEXT NOT NULL DEFAULT 'quick';
+    """,
 )
 """Append-only: never edit a shipped script, add the next. Script N takes user_version N to N+1."""
 
@@ -91,8 +95,8 @@ _SELECT_RUNS = "SELECT * FROM runs"
 _INSERT_RUN = f"""
     INSERT INTO runs (
         run_id, {", ".join(_ORIGIN_COLUMNS.values())}, topic, mode, status, created_at,
-        owner, lease_until, language
-    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        owner, lease_until, language, depth
+    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _INSERT_EVENT = """
     INSERT INTO events (run_id, seq, kind, payload, at)
@@ -216,12 +220,13 @@ class Store:
         origin = [getattr(request.origin, field) for field in _ORIGIN_COLUMNS]
         rest = [request.topic, request.mode.value, RunStatus.QUEUED.value, _iso(self._now())]
         lease = _iso(lease_until) if lease_until else None
+        tail = (owner, lease, request.language, request.depth.value)
 
         def work(conn: sqlite3.Connection) -> str:
             run_id = _new_run_id()
             while conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
                 run_id = _new_run_id()
-            conn.execute(_INSERT_RUN, (run_id, *origin, *rest, owner, lease, request.language))
+            conn.execute(_INSERT_RUN, (run_id, *origin, *rest, *tail))
             return run_id
 
         return await self.get_run(await self._db.write(work))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 from pathlib import Path
 
@@ -73,14 +74,16 @@ async def test_research_writes_the_report_then_history_and_show_find_it(
         "run_id",
         "topic",
         "mode",
+        "depth",
         "status",
         "termination_reason",
         "created_at",
         "turns",
         "cost_usd",
     } <= row.keys()
-    assert (row["topic"], row["status"], row["termination_reason"]) == (
+    assert (row["topic"], row["depth"], row["status"], row["termination_reason"]) == (
         "Acme Robotics",
+        "quick",
         "done",
         "completed",
     )
@@ -175,6 +178,8 @@ async def test_serve_runs_slack_and_discord_in_one_process_and_stops_on_sigterm(
     [
         (["--deadline", "999999"], {}, "deadline_s"),
         (["--max-turns", "0"], {}, "max_turns"),
+        (["--depth", "deep", "--max-turns", "51"], {}, "deep_max_turns"),
+        (["--depth", "deep", "--deadline", "0"], {}, "deep_deadline_s"),
         ([], {"RESEARCH_BOT_PRICES": "{not json"}, "not valid JSON"),
     ],
 )
@@ -185,6 +190,39 @@ async def test_command_line_values_are_checked_like_settings(
     code, _, err = await cli.run("research", "Acme", *args)
     assert code == 2 and named in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and anthropic_api.requests == []
+
+
+async def test_a_deep_run_is_stored_and_listed_as_deep(
+    cli: Cli, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.hold()
+    process = await cli.start(
+        "research", "roads, Ireland", "--mode", "contracts", "--depth", "deep"
+    )
+    await anthropic_api.wait_for_requests(1)
+
+    code, out, _ = await cli.run("history", "--json")
+    [row] = json.loads(out)
+    assert code == 0
+    assert (row["topic"], row["mode"], row["depth"]) == ("roads, Ireland", "contracts", "deep")
+    code, out, _ = await cli.run("history")
+    assert code == 0 and re.search(r" contracts +deep +running ", out), out
+
+    process.send_signal(signal.SIGTERM)
+    await process.communicate()
+    assert process.returncode == 128 + signal.SIGTERM
+    code, out, _ = await cli.run("history", "--json")
+    assert [(r["depth"], r["status"]) for r in json.loads(out)] == [("deep", "interrupted")]
+
+
+async def test_an_unknown_depth_is_refused_and_help_names_the_depths(
+    cli: Cli, anthropic_api: FakeAnthropic
+) -> None:
+    code, _, err = await cli.run("research", "Acme", "--depth", "nonsense")
+    assert code == 2 and "--depth" in err and "'nonsense' is not one of" in err
+    assert "Traceback" not in err and anthropic_api.requests == []
+    code, out, _ = await cli.run("research", "--help")
+    assert code == 0 and "--depth" in out and "quick" in out and "deep" in out
 
 
 async def test_control_characters_never_reach_the_store_or_the_screen(

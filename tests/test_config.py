@@ -41,3 +41,40 @@ def test_from_mapping_ignores_the_environment(monkeypatch: pytest.MonkeyPatch) -
 def test_out_of_range_values_are_refused_with_their_name() -> None:
     with pytest.raises(ValidationError, match="RESEARCH_BOT_MAX_TURNS"):
         Settings.from_mapping({"RESEARCH_BOT_MAX_TURNS": "0"})
+
+
+def test_deep_research_settings_have_their_defaults_and_names() -> None:
+    defaults = Settings.from_mapping({})
+    assert (defaults.deep_researchers, defaults.deep_max_turns, defaults.deep_deadline_s) == (
+        4,
+        8,
+        1800,
+    )
+    settings = Settings.from_mapping(
+        {
+            "RESEARCH_BOT_DEEP_RESEARCHERS": "2",
+            "RESEARCH_BOT_DEEP_MAX_TURNS": "20",
+            "RESEARCH_BOT_DEEP_DEADLINE_S": "600",
+        }
+    )
+    assert (settings.deep_researchers, settings.deep_max_turns, settings.deep_deadline_s) == (
+        2,
+        20,
+        600,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("RESEARCH_BOT_DEEP_RESEARCHERS", "0"),
+        ("RESEARCH_BOT_DEEP_RESEARCHERS", "9"),
+        ("RESEARCH_BOT_DEEP_MAX_TURNS", "0"),
+        ("RESEARCH_BOT_DEEP_MAX_TURNS", "51"),
+        ("RESEARCH_BOT_DEEP_DEADLINE_S", "0"),
+        ("RESEARCH_BOT_DEEP_DEADLINE_S", "86401"),
+    ],
+)
+def test_deep_research_settings_out_of_range_are_refused(name: str, value: str) -> None:
+    with pytest.raises(ValidationError, match=name):
+        Settings.from_mapping({name: value})

@@ -29,7 +29,8 @@ from bot.agent.events import (
     UsageRecorded,
 )
 from bot.agent.report import Report, Section, Source
-from bot.domain import Mode, Origin, Request, RunStatus
+from bot.db import Database
+from bot.domain import Depth, Mode, Origin, Request, RunStatus
 from bot.errors import NotFoundError, StoreError
 from bot.store import MIGRATIONS, Store
 
@@ -114,6 +115,41 @@ async def test_a_database_from_a_newer_bot_is_refused(db_path: Path) -> None:
         db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
     with pytest.raises(StoreError, match="Upgrade research-bot"):
         await Store.open(db_path)
+
+
+async def test_an_older_database_is_upgraded_and_its_runs_were_quick(db_path: Path) -> None:
+    old = await Database.open(db_path, MIGRATIONS[:3])  # the last version without depth
+    await old.close()
+    with closing(sqlite3.connect(db_path)) as db, db:
+        db.execute(
+            "INSERT INTO runs (run_id, platform, workspace, channel, thread, user_id, user_name,"
+            " topic, mode, status, created_at) VALUES ('oldrun2345', 'slack', 'T1', 'C1', '',"
+            " 'U1', 'ada', 'Acme', 'company', 'done', '2025-01-01T00:00:00.000000+00:00')"
+        )
+
+    async with Store.connect(db_path, clock=StepClock()) as store:
+        old_run = await store.get_run("oldrun2345")
+        deep = Request(topic="Globex", mode=Mode.CONTRACTS, origin=SLACK_T1, depth=Depth.DEEP)
+        new_run = await store.create_run(deep)
+        listed = {run.topic: run.depth for run in await store.list_runs()}
+
+    assert query_file(db_path, "PRAGMA user_version") == [(len(MIGRATIONS),)]
+    assert (old_run.topic, old_run.depth) == ("Acme", Depth.QUICK)
+    assert (new_run.mode, new_run.depth) == (Mode.CONTRACTS, Depth.DEEP)
+    assert listed == {"Acme": Depth.QUICK, "Globex": Depth.DEEP}
+    assert sorted(query_file(db_path, "SELECT topic, depth FROM runs")) == [
+        ("Acme", "quick"),
+        ("Globex", "deep"),
+    ]
+
+
+async def test_a_runs_depth_is_stored_and_read_back(store: Store) -> None:
+    quick = await store.create_run(request())
+    deep = await store.create_run(request("Globex").model_copy(update={"depth": Depth.DEEP}))
+    assert (await store.get_run(quick.run_id)).depth is Depth.QUICK
+    assert (await store.get_run(deep.run_id)).depth is Depth.DEEP
+    queued = await store.runs_with_status(RunStatus.QUEUED)
+    assert [run.depth for run in queued] == [Depth.QUICK, Depth.DEEP]
 
 
 async def test_memory_database_works() -> None:

@@ -1,5 +1,6 @@
 """The progress renderer every chat front end uses: `ChatProgress` turns a run's events into one status message edited in place (throttled per
-run and under a shared per-workspace budget), batched milestone replies in the thread, and
+run and under a shared per-workspace budget; a deep run's researchers as rows in it), batched
+milestone replies in the thread (tool calls; a deep run's plan, findings and draft), and
 at the end a TL;DR reply plus the report file (or, when the file is refused, the report as
 messages), on top of a platform's `ChatSink` (bot/adapters/chat.py).
 """
@@ -17,12 +18,15 @@ from bot.adapters.chat import (
     ChatError,
     ChatSink,
     DeliveryFailed,
+    ResearcherRows,
     StatusView,
+    deep_milestone,
     describe_call,
     ending_label,
     outcome_summary,
 )
 from bot.agent.events import (
+    DraftReady,
     Event,
     Notice,
     RunQueued,
@@ -70,6 +74,7 @@ class ChatProgress:
         self._editing: asyncio.Future[None] | None = None
         """The intermediate edit on the wire, if any: the final edit goes after it."""
         self._milestones: list[str] = []
+        self._rows = ResearcherRows(view)
         self._seen_urls: set[str] = set()
         self._failures: set[str] = set()
         self._token_refused = False
@@ -94,6 +99,8 @@ class ChatProgress:
         has_report = outcome.markdown is not None and outcome.filename is not None
         view = self.view
         view.finished, view.action = True, ""
+        for row in view.researchers:
+            row.action = ""
         view.state = ending_label(outcome.ending, has_report=outcome.report is not None)
         view.cost_usd = outcome.usage.cost_usd
         said = reported = edited = False
@@ -184,15 +191,23 @@ class ChatProgress:
         log.warning("run %s: %s not shown: %s", run.run_id, what, error.reason)
 
     def _apply(self, event: Event) -> bool:
-        """Fold an event into the view; True when the status message should change."""
+        """Fold an event into the view; True when the status message should change.
+
+        A researcher's turns and tool calls change only its row, never the run's turn, action or
+        milestones; its sources count towards the run's (once per URL), and its cost too.
+        """
         view = self.view
+        milestone = deep_milestone(event)
+        if milestone is not None:
+            self._milestones.append(milestone)
+        row_changed = self._rows.apply(event)
         if isinstance(event, RunQueued):
             view.state = f"Queued (#{event.position})"
         elif isinstance(event, RunStarted):
             view.state = "Researching"
-        elif isinstance(event, TurnStarted):
+        elif isinstance(event, TurnStarted) and not event.agent:
             view.turn = event.turn
-        elif isinstance(event, ToolCalled):
+        elif isinstance(event, ToolCalled) and not event.agent:
             view.action = describe_call(event)
             self._milestones.append(view.action)
         elif isinstance(event, ToolFinished):
@@ -202,8 +217,10 @@ class ChatProgress:
             view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
             view.state, view.action = "Writing the report", ""
+        elif isinstance(event, DraftReady):
+            view.state = "Researching the draft's gaps" if event.gaps else "Draft written"
         else:
-            return False
+            return row_changed
         return True
 
     async def _flush_milestones(self, run: RunRecord) -> None:
@@ -229,7 +246,8 @@ class ChatProgress:
             async with self._limiter:
                 # Shielded: stopping the flusher must not abort an edit mid-request, or the
                 # platform might apply it after the final one.
-                self._editing = asyncio.ensure_future(self._edit(run, self.view.model_copy()))
+                snapshot = self.view.model_copy(deep=True)
+                self._editing = asyncio.ensure_future(self._edit(run, snapshot))
                 await asyncio.shield(self._editing)
             await asyncio.sleep(self._interval)
 

@@ -1,5 +1,6 @@
 """What every chat platform shares: the `ChatSink` it implements, the errors it raises, the
-status it shows, and the words of its messages (endings, tool calls, the closing summary).
+status it shows (with a deep run's researchers as rows), and the words of its messages
+(endings, tool calls, a deep run's milestones, the closing summary).
 
 Platforms turn their SDK's failures into `ChatError`; `DeliveryFailed` says an outcome could
 not reach its thread in any form (the runs service then delivers it again at the next start).
@@ -11,9 +12,18 @@ import re
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from bot.agent.events import ToolCalled, format_cost
+from bot.agent.events import (
+    DraftReady,
+    Event,
+    FindingReady,
+    PlanReady,
+    ResearcherStarted,
+    ToolCalled,
+    ToolFinished,
+    format_cost,
+)
 from bot.agent.i18n import frame
 from bot.domain import RunRecord
 from bot.errors import BotError
@@ -59,6 +69,30 @@ def ending_label(ending: str, *, has_report: bool = True) -> str:
     return ENDING_LABELS.get(ending, ending)
 
 
+RESEARCHER_ENDINGS = {
+    "max_turns": "turn limit reached",
+    "deadline": "time limit reached",
+    "forced": "summarized on request",
+    "error": "failed",
+    "cancelled": "cancelled",
+}
+"""How a finding's `ending` reads in its milestone; `completed` says nothing."""
+
+
+class ResearcherRow(BaseModel):
+    """One researcher of a deep run, as its row in the status shows it."""
+
+    agent: int
+    """Its number (1..n, across rounds)."""
+    question: str
+    """Its sub-question: the model's text, escaped and shortened by each renderer."""
+    action: str = ""
+    """What it is doing now (`describe_call`), empty once done."""
+    sources: int = 0
+    """Distinct URLs its searches and reads returned."""
+    done: bool = False
+
+
 class StatusView(BaseModel):
     """Everything the run's status message shows; each platform lays it out its own way."""
 
@@ -75,6 +109,43 @@ class StatusView(BaseModel):
     """None: a model without a known price took part (shown as `cost unknown`)."""
     finished: bool = False
     """When true the buttons are gone."""
+    researchers: list[ResearcherRow] = Field(default_factory=list)
+    """A deep run's researchers in the order they started; empty for a quick run."""
+
+
+class ResearcherRows:
+    """Folds a deep run's researcher events into the view's rows (shared by every front end)."""
+
+    def __init__(self, view: StatusView) -> None:
+        self._view = view
+        self._urls: dict[int, set[str]] = {}
+
+    def apply(self, event: Event) -> bool:
+        """True when a row changed. Events of the run itself (agent 0) change no row."""
+        row = self._row(event.agent)
+        if isinstance(event, ResearcherStarted) and row is None:
+            self._view.researchers.append(ResearcherRow(agent=event.agent, question=event.question))
+        elif isinstance(event, ResearcherStarted) and row is not None:
+            # A number is never given twice: a start seen again (a replay) reuses its row.
+            row.question, row.done = event.question, False
+        elif row is None:
+            return False
+        elif isinstance(event, ToolCalled):
+            row.action = describe_call(event)
+        elif isinstance(event, ToolFinished):
+            urls = self._urls.setdefault(event.agent, set())
+            urls.update(s.url for s in event.sources)
+            row.sources = len(urls)
+        elif isinstance(event, FindingReady):
+            row.done, row.action = True, ""
+        else:
+            return False
+        return True
+
+    def _row(self, agent: int) -> ResearcherRow | None:
+        if agent == 0:
+            return None
+        return next((r for r in self._view.researchers if r.agent == agent), None)
 
 
 class ChatSink(Protocol):
@@ -137,6 +208,35 @@ def describe_call(event: ToolCalled) -> str:
         url = str(event.input.get("url", ""))
         return f"Reading: {urlsplit(url).netloc or url[:80]}"
     return f"{event.name}"
+
+
+def sources_label(count: int) -> str:
+    return f"{count} source{'s' if count != 1 else ''}"
+
+
+def deep_milestone(event: Event) -> str | None:
+    """The thread line for a deep run's plan, a researcher's finding or the draft; else None.
+    Questions and topics are the model's: each sink escapes them."""
+    if isinstance(event, PlanReady):
+        fixed = " (the fixed plan: the model's could not be used)" if event.fallback else ""
+        lines = [f"Plan: {len(event.questions)} researchers{fixed}"]
+        lines += [f"{n}. {q.question}" for n, q in enumerate(event.questions, start=1)]
+        return "\n".join(lines)
+    if isinstance(event, FindingReady):
+        finding = event.finding
+        found = len(set(finding.read) | set(finding.seen))
+        detail = f"{sources_label(found)}, {finding.confidence} confidence"
+        if event.ending in RESEARCHER_ENDINGS:
+            detail += f", {RESEARCHER_ENDINGS[event.ending]}"
+        if event.from_evidence:
+            detail += ", written from its sources"
+        return f"Finding {event.agent} done: {finding.topic} ({detail})"
+    if isinstance(event, DraftReady):
+        if not event.gaps:
+            return "Draft written"
+        gaps = "\n".join(f"- {gap}" for gap in event.gaps)
+        return f"Draft written; researching its gaps:\n{gaps}"
+    return None
 
 
 def outcome_summary(outcome: Outcome) -> str:

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from bot.agent.events import format_cost
-from bot.domain import MAX_TOPIC_CHARS, Mode, RunRecord, validate_topic
+from bot.domain import MAX_TOPIC_CHARS, Depth, Mode, RunRecord, validate_topic
 from bot.errors import RequestError
 
 USAGE = (
@@ -15,6 +15,9 @@ USAGE = (
     "• `/research <company>`: research a company, e.g. `/research Acme Robotics`\n"
     "• `/research contracts <filters>`: open public tenders, e.g. "
     "`/research contracts road maintenance, Ireland, over 1M EUR`\n"
+    "• `/research deep <company>`: deep research, slower and more thorough: a plan, several "
+    "researchers in parallel, one report\n"
+    "• `/research deep contracts <filters>`: the same for public tenders\n"
     "• `/research history`: this workspace's recent runs\n"
     "• `/research show <run id>`: post a past report here\n"
     "• `/research help`: this message\n"
@@ -22,9 +25,9 @@ USAGE = (
 )
 
 DISCORD_USAGE = (
-    "Usage: `/research company name:<company>`, `/research contracts filters:<filters>`, "
-    f"`/research history`, `/research show run:<id>`. Topics are at most {MAX_TOPIC_CHARS} "
-    "characters."
+    "Usage: `/research company name:<company>`, `/research contracts filters:<filters>` "
+    "(either with `depth:deep` for slower, more thorough research), `/research history`, "
+    f"`/research show run:<id>`. Topics are at most {MAX_TOPIC_CHARS} characters."
 )
 
 
@@ -32,6 +35,7 @@ class Command(BaseModel):
     kind: Literal["research", "history", "show", "help"]
     topic: str = ""
     mode: Mode = Mode.COMPANY
+    depth: Depth = Depth.QUICK
     run_id: str = ""
 
 
@@ -47,14 +51,31 @@ def parse_command(text: str) -> Command:
         return Command(kind="history")
     if head == "show":
         return show_command(rest)
+    if head == "deep":
+        return deep_command(rest)
     if head == "contracts":
         return research_command(rest, Mode.CONTRACTS)
     return research_command(text, Mode.COMPANY)
 
 
-def research_command(topic: str, mode: Mode, usage: str = USAGE) -> Command:
+def deep_command(text: str) -> Command:
+    """What followed `/research deep`: a company, or `contracts` and its filters."""
+    words = text.split(maxsplit=1)
+    if not words:
+        raise RequestError(
+            "Deep research on what? `/research deep <company>`, or "
+            "`/research deep contracts <filters>`."
+        )
+    if words[0].lower() == "contracts":
+        return research_command(words[1] if len(words) > 1 else "", Mode.CONTRACTS, Depth.DEEP)
+    return research_command(text, Mode.COMPANY, Depth.DEEP)
+
+
+def research_command(
+    topic: str, mode: Mode, depth: Depth = Depth.QUICK, usage: str = USAGE
+) -> Command:
     try:
-        return Command(kind="research", topic=validate_topic(topic), mode=mode)
+        return Command(kind="research", topic=validate_topic(topic), mode=mode, depth=depth)
     except RequestError as error:
         raise RequestError(f"{error}\n\n{usage}") from None
 
@@ -71,8 +92,13 @@ def history_lines(runs: list[RunRecord]) -> list[str]:
     if not runs:
         return ["No runs here yet. Start one with `/research <company>`."]
     return [
-        f"`{r.run_id}` · {r.created_at:%Y-%m-%d %H:%M} · {r.mode.value} · {r.topic[:80]} · "
+        f"`{r.run_id}` · {r.created_at:%Y-%m-%d %H:%M} · {_kind(r)} · {r.topic[:80]} · "
         f"{r.status.value}{f' ({r.termination_reason})' if r.termination_reason else ''} · "
         f"{format_cost(r.cost_usd)}"
         for r in runs
     ]
+
+
+def _kind(run: RunRecord) -> str:
+    """`company`, or `company (deep)`: quick is the default, so only a deep run says its depth."""
+    return f"{run.mode.value} (deep)" if run.depth is Depth.DEEP else run.mode.value

@@ -30,7 +30,7 @@ from bot.adapters.discord_views import (
 from bot.agent.i18n import language_for
 from bot.agent.report import report_filename
 from bot.config import Settings
-from bot.domain import Mode, Origin, Request, RunRecord
+from bot.domain import Depth, Mode, Origin, Request, RunRecord
 from bot.errors import ConfigError, NotFoundError, RequestError
 from bot.runs import RunListener, RunManager
 from bot.store import Store
@@ -110,11 +110,11 @@ class ResearchClient(discord.AutoShardedClient):
         return self.progress(run) if run.origin.platform == PLATFORM else None
 
     async def start_research(
-        self, interaction: discord.Interaction[Any], text: str, mode: Mode
+        self, interaction: discord.Interaction[Any], text: str, mode: Mode, depth: Depth
     ) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            command = research_command(text, mode, usage=DISCORD_USAGE)
+            command = research_command(text, mode, depth, usage=DISCORD_USAGE)
         except RequestError as error:
             await _tell(interaction, str(error))
             return
@@ -137,6 +137,7 @@ class ResearchClient(discord.AutoShardedClient):
             topic=command.topic,
             mode=command.mode,
             origin=origin,
+            depth=command.depth,
             language=language_for(interaction.locale.value, command.topic),
         )
         record = await self.runs.submit(request, follow)

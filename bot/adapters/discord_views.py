@@ -15,14 +15,19 @@ from typing import Any, Literal, Protocol, Self, runtime_checkable
 import discord
 from discord import app_commands
 
-from bot.adapters.chat import StatusView, defuse_broadcasts
+from bot.adapters.chat import ResearcherRow, StatusView, defuse_broadcasts, sources_label
 from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
-from bot.domain import MAX_TOPIC_CHARS, Mode
+from bot.domain import MAX_TOPIC_CHARS, Depth, Mode
 from bot.errors import ConfigError
 
 MESSAGE_LIMIT = 2000
 """Discord's limit on a message's content, in characters."""
+DESCRIPTION_LIMIT = 4096
+"""Discord's limit on an embed's description."""
+ROW_QUESTION_CHARS = 90
+ROW_ACTION_CHARS = 60
+"""A deep run's researcher row: its sub-question and what it does are cut to these, then escaped."""
 Action = Literal["summarize", "cancel"]
 
 _EMOJI = {
@@ -71,9 +76,29 @@ def status_embed(view: StatusView) -> discord.Embed:
     if view.action:
         lines.append(f"**Now:** {discord.utils.escape_markdown(safe_text(view.action))}")
     lines.append(f"**Sources:** {view.sources} · **Cost:** {format_cost(view.cost_usd)}")
+    lines += [_researcher_line(row, finished=view.finished) for row in view.researchers]
     lines.append(f"Asked by <@{view.requester}> · run `{view.run_id}`")
     colour = discord.Colour.green() if view.finished else discord.Colour.blurple()
-    return discord.Embed(title=safe_text(title)[:256], description="\n".join(lines), colour=colour)
+    description = "\n".join(lines)[:DESCRIPTION_LIMIT]
+    return discord.Embed(title=safe_text(title)[:256], description=description, colour=colour)
+
+
+def _researcher_line(row: ResearcherRow, *, finished: bool) -> str:
+    """`✓ **2.** sub-question · 4 sources`; while it works, what it is doing instead of ✓."""
+    parts = [
+        f"{'✓' if row.done else '•'} **{row.agent}.** {_inert(row.question, ROW_QUESTION_CHARS)}"
+    ]
+    if row.action and not finished:
+        parts.append(_inert(row.action, ROW_ACTION_CHARS))
+    if row.sources:
+        parts.append(sources_label(row.sources))
+    return " · ".join(parts)
+
+
+def _inert(text: str, limit: int) -> str:
+    """Untrusted text cut to `limit` (before escaping, so no escape is cut in half), made inert."""
+    cut = text if len(text) <= limit else text[: limit - 1] + "…"
+    return discord.utils.escape_markdown(safe_text(cut))
 
 
 @runtime_checkable
@@ -81,7 +106,7 @@ class Handlers(Protocol):
     """What the client offers the command and the buttons, their input already parsed."""
 
     async def start_research(
-        self, interaction: discord.Interaction[Any], text: str, mode: Mode
+        self, interaction: discord.Interaction[Any], text: str, mode: Mode, depth: Depth
     ) -> None: ...
 
     async def show_history(self, interaction: discord.Interaction[Any]) -> None: ...
@@ -101,10 +126,12 @@ def _handlers(interaction: discord.Interaction[Any]) -> Handlers:
 
 
 Topic = app_commands.Range[str, 1, MAX_TOPIC_CHARS]
+DEPTHS = [app_commands.Choice(name=depth.value, value=depth.value) for depth in Depth]
+DEPTH_HELP = "quick (default), or deep: slower and more thorough, researchers in parallel"
 
 
 def research_group() -> app_commands.Group:
-    """`/research company|contracts|history|show`, usable in servers only."""
+    """`/research company|contracts [depth]|history|show`, usable in servers only."""
     group = app_commands.Group(
         name="research",
         description="Research a company or open public contracts",
@@ -114,14 +141,24 @@ def research_group() -> app_commands.Group:
     )
 
     @group.command(name="company", description="Research a company: a sourced profile")
-    @app_commands.describe(name="The company, e.g. Acme Robotics")
-    async def company(interaction: discord.Interaction[Any], name: Topic) -> None:
-        await _handlers(interaction).start_research(interaction, name, Mode.COMPANY)
+    @app_commands.describe(name="The company, e.g. Acme Robotics", depth=DEPTH_HELP)
+    @app_commands.choices(depth=DEPTHS)
+    async def company(
+        interaction: discord.Interaction[Any], name: Topic, depth: str = Depth.QUICK.value
+    ) -> None:
+        await _handlers(interaction).start_research(interaction, name, Mode.COMPANY, Depth(depth))
 
     @group.command(name="contracts", description="Find open public tenders and contracts")
-    @app_commands.describe(filters="What to look for, e.g. road maintenance, Ireland, over 1M EUR")
-    async def contracts(interaction: discord.Interaction[Any], filters: Topic) -> None:
-        await _handlers(interaction).start_research(interaction, filters, Mode.CONTRACTS)
+    @app_commands.describe(
+        filters="What to look for, e.g. road maintenance, Ireland, over 1M EUR", depth=DEPTH_HELP
+    )
+    @app_commands.choices(depth=DEPTHS)
+    async def contracts(
+        interaction: discord.Interaction[Any], filters: Topic, depth: str = Depth.QUICK.value
+    ) -> None:
+        await _handlers(interaction).start_research(
+            interaction, filters, Mode.CONTRACTS, Depth(depth)
+        )
 
     @group.command(name="history", description="This server's recent runs (only you see it)")
     async def history(interaction: discord.Interaction[Any]) -> None:

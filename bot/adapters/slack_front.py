@@ -206,6 +206,7 @@ class SlackFrontEnd:
                 topic=parsed.topic,
                 mode=parsed.mode,
                 origin=origin,
+                depth=parsed.depth,
                 language=language_for(locale, parsed.topic),
             )
             record = await self._runs.submit(request, progress)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from bot.adapters.chat import StatusView, defuse_broadcasts
+from bot.adapters.chat import StatusView, defuse_broadcasts, sources_label
 from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import Mode
@@ -19,6 +19,9 @@ MESSAGE_CHARS = 3_900
 """Longest plain message we send; Slack truncates `text` past 40,000 but advises under 4,000."""
 FALLBACK_CHARS = 300
 """The notification text beside blocks: short on purpose."""
+ROW_QUESTION_CHARS = 90
+ROW_ACTION_CHARS = 60
+"""A deep run's researcher row: its sub-question and what it does, escaped, then cut to these."""
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
@@ -57,13 +60,29 @@ def status_line(view: StatusView) -> str:
     if view.turn:
         parts.append(f"turn {view.turn}")
     if view.sources:
-        parts.append(f"{view.sources} source{'s' if view.sources != 1 else ''}")
+        parts.append(sources_label(view.sources))
     if view.cost_usd is None or view.cost_usd > 0:
         parts.append(format_cost(view.cost_usd))
     line = " · ".join(parts)
     if view.action and not view.finished:
         line += f"\n{escape(view.action)}"
     return line
+
+
+def researcher_lines(view: StatusView) -> str:
+    """One short line per researcher of a deep run: ✓ once done, else what it is doing."""
+    lines = []
+    for row in view.researchers:
+        parts = [
+            f"{'✓' if row.done else '•'} *{row.agent}.* "
+            f"{clip(escape(row.question), ROW_QUESTION_CHARS)}"
+        ]
+        if row.action and not view.finished:
+            parts.append(clip(escape(row.action), ROW_ACTION_CHARS))
+        if row.sources:
+            parts.append(sources_label(row.sources))
+        lines.append(" · ".join(parts))
+    return "\n".join(lines)
 
 
 def status_text(view: StatusView) -> str:
@@ -79,6 +98,8 @@ def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[
         _section(header),
         _section(status_line(view)),
     ]
+    if view.researchers:
+        blocks.append(_section(researcher_lines(view)))
     if buttons:
         blocks.append(
             {

@@ -1,16 +1,24 @@
-"""The terminal front end: live progress with rich; Ctrl-C once summarizes now, twice cancels."""
+"""The terminal front end: live progress with rich (a deep run's researchers as a live table);
+Ctrl-C once summarizes now, twice cancels."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
 from rich.markup import escape
+from rich.table import Table
 from rich.text import Text
 
-from bot.adapters.chat import StatusView, describe_call, outcome_summary
+from bot.adapters.chat import (
+    ResearcherRows,
+    StatusView,
+    deep_milestone,
+    describe_call,
+    outcome_summary,
+)
 from bot.agent.events import (
     Event,
     Notice,
@@ -35,6 +43,7 @@ class TerminalProgress:
         self._console = console
         self.view = view
         self._urls: set[str] = set()
+        self._rows = ResearcherRows(view)
         self._live: Live | None = None
         if console.is_terminal:
             self._live = Live(self._status(), console=console, refresh_per_second=8, transient=True)
@@ -42,14 +51,29 @@ class TerminalProgress:
         self.outcome: Outcome | None = None
 
     async def on_event(self, run: RunRecord, event: Event) -> None:
+        self._rows.apply(event)
+        line = self._fold(event)
+        if line is not None and event.agent:
+            # Researchers work side by side: each line says whose it is.
+            line = f"[#{event.agent}] {line}"
+        line = deep_milestone(event) or line
+        if line is not None:
+            self._print(line)
+        if self._live is not None:
+            self._live.update(self._status())
+
+    def _fold(self, event: Event) -> str | None:
+        """Fold an event into the run's own status; the line to print, if any."""
         view = self.view
         line: str | None = None
         if isinstance(event, RunQueued):
             line = f"queued (#{event.position})"
-        elif isinstance(event, TurnStarted):
+        elif isinstance(event, TurnStarted) and not event.agent:
             view.turn = event.turn
         elif isinstance(event, ToolCalled):
-            view.action = line = describe_call(event)
+            line = describe_call(event)
+            if not event.agent:
+                view.action = line
         elif isinstance(event, ToolFinished):
             self._urls.update(s.url for s in event.sources)
             view.sources = len(self._urls)
@@ -61,10 +85,7 @@ class TerminalProgress:
             view.action = line = "Writing the report"
         elif isinstance(event, Notice):
             line = event.message
-        if line is not None:
-            self._print(line)
-        if self._live is not None:
-            self._live.update(self._status())
+        return line
 
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         self.outcome = outcome
@@ -81,14 +102,38 @@ class TerminalProgress:
         prefix = f"[turn {self.view.turn}] " if self.view.turn else ""
         self._console.print(Text(strip_controls(prefix + line)))
 
-    def _status(self) -> Text:
+    def _status(self) -> RenderableType:
         v = self.view
-        return Text(
+        line = Text(
             strip_controls(
                 f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · "
                 f"{format_cost(v.cost_usd, 3)} · {v.action}  (Ctrl-C: summarize now, twice: cancel)"
             )
         )
+        return Group(self._table(), line) if v.researchers else line
+
+    def _table(self) -> Table:
+        """A deep run's researchers: one row each, its cells plain text (never markup)."""
+        table = Table(box=None, pad_edge=False)
+        table.add_column("#", justify="right")
+        table.add_column("sub-question", max_width=60, no_wrap=True, overflow="ellipsis")
+        table.add_column("doing", max_width=40, no_wrap=True, overflow="ellipsis")
+        table.add_column("sources", justify="right")
+        table.add_column("done")
+        for row in self.view.researchers:
+            table.add_row(
+                str(row.agent),
+                _cell(row.question),
+                _cell(row.action),
+                str(row.sources),
+                "✓" if row.done else "",
+            )
+        return table
+
+
+def _cell(text: str) -> Text:
+    """Untrusted text for one table cell: plain, on one line."""
+    return Text(" ".join(strip_controls(text).split()))
 
 
 def install_interrupts(runs: RunManager, run_id: str, console: Console) -> None:

@@ -16,7 +16,7 @@ with warnings.catch_warnings():
     import discord
 
 from bot.compose import Services
-from bot.domain import Origin, Request, RunStatus
+from bot.domain import Depth, Mode, Origin, Request, RunStatus
 from tests.adapters.discord_world import (
     DiscordBot,
     ScriptedEngine,
@@ -252,6 +252,41 @@ async def test_history_and_show_stay_in_their_guild(bot: DiscordBot, fake: FakeD
     other = await bot.store.create_run(_request_elsewhere())
     assert await bot.command(world.bob, "show", run=other.run_id) == f"No run {other.run_id} here."
     assert other.run_id not in await bot.command(world.bob, "history")
+
+
+@pytest.mark.parametrize(
+    ("sub", "options", "mode", "depth"),
+    [
+        ("company", {"name": "Acme Robotics", "depth": "deep"}, Mode.COMPANY, Depth.DEEP),
+        ("contracts", {"filters": "roads, Ireland", "depth": "deep"}, Mode.CONTRACTS, Depth.DEEP),
+        ("contracts", {"filters": "roads, Ireland", "depth": "quick"}, Mode.CONTRACTS, Depth.QUICK),
+        ("company", {"name": "Acme Robotics"}, Mode.COMPANY, Depth.QUICK),
+    ],
+)
+async def test_the_depth_choice_reaches_the_runs_service(
+    bot: DiscordBot, fake: FakeDiscord, sub: str, options: dict[str, str], mode: Mode, depth: Depth
+) -> None:
+    answer = await bot.command(fake.guild.alice, sub, **options)
+
+    found = re.search(r"run `(\w+)`", answer)
+    assert found, answer
+    run = await bot.store.get_run(found[1])
+    assert (run.mode, run.depth) == (mode, depth)
+    assert run.topic in (options.get("name"), options.get("filters"))
+    assert bot.engine is not None
+    bot.engine.release.set()
+    await bot.runs.wait(run.run_id)
+
+
+async def test_history_marks_deep_runs(bot: DiscordBot, fake: FakeDiscord) -> None:
+    origin = Origin(platform="discord", workspace=fake.guild.guild_id, channel="1", user="2")
+    await bot.store.create_run(Request(topic="Acme", origin=origin))
+    await bot.store.create_run(Request(topic="Globex", origin=origin, depth=Depth.DEEP))
+
+    lines = (await bot.command(fake.guild.bob, "history")).splitlines()
+
+    assert "company (deep)" in next(line for line in lines if "Globex" in line)
+    assert "deep" not in next(line for line in lines if "Acme" in line)
 
 
 async def test_usage_errors_are_ephemeral_and_start_nothing(

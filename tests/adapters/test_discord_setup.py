@@ -45,9 +45,16 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
     assert (command["contexts"], command["integration_types"]) == ([0], [0])
     options = {o["name"]: o for o in command["options"]}
     assert list(options) == ["company", "contracts", "history", "show"]
-    (name,) = options["company"]["options"]
+    name, _ = options["company"]["options"]
     assert (name["name"], name["required"], name["max_length"]) == ("name", True, 300)
     assert options["contracts"]["options"][0]["name"] == "filters"
+    for sub in ("company", "contracts"):
+        depth = options[sub]["options"][1]
+        assert (depth["name"], depth["type"], depth["required"]) == ("depth", 3, False)
+        assert [(c["name"], c["value"]) for c in depth["choices"]] == [
+            ("quick", "quick"),
+            ("deep", "deep"),
+        ]
     assert options["show"]["options"][0]["name"] == "run"
     assert not fake.find("GET", r"/gateway.*")
 

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.domain import Origin, Request, RunStatus
+from bot.agent.control import Control
+from bot.agent.events import Event
+from bot.domain import Depth, Mode, Origin, Request, RunStatus
+from tests.adapters.scripted_engine import ScriptedEngine
 from tests.adapters.slack_world import SlackWorld, button_value
 from tests.fakes.slack_api import FakeSlack
 from tests.process import eventually
@@ -39,6 +42,10 @@ async def bot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorld]:
         ("help", "Usage"),
         ("show", "Which run?"),
         ("contracts", "Tell me what to research"),
+        ("deep", "Deep research on what?"),
+        ("DEEP   ", "Deep research on what?"),
+        ("deep contracts", "Tell me what to research"),
+        ("deep " + "x" * 301, "301 characters"),
     ],
 )
 async def test_bad_input_gets_a_short_private_usage(
@@ -53,6 +60,38 @@ async def test_bad_input_gets_a_short_private_usage(
     assert "<company>" not in answer["text"]
     assert await bot.store.list_runs() == []
     assert slack.calls_to("chat.postMessage") == []
+
+
+async def test_help_lists_deep_research(bot: SlackWorld) -> None:
+    _, body = await bot.sender.command("help")
+    text = json.loads(body)["text"]
+    assert "`/research deep &lt;company&gt;`" in text
+    assert "`/research deep contracts &lt;filters&gt;`" in text
+
+
+@pytest.mark.parametrize(
+    ("text", "topic", "mode", "depth"),
+    [
+        ("deep Acme Robotics", "Acme Robotics", Mode.COMPANY, Depth.DEEP),
+        (
+            "Deep  contracts road maintenance, Ireland",
+            "road maintenance, Ireland",
+            Mode.CONTRACTS,
+            Depth.DEEP,
+        ),
+        ("Acme Robotics", "Acme Robotics", Mode.COMPANY, Depth.QUICK),
+        ("contracts deep sea mining", "deep sea mining", Mode.CONTRACTS, Depth.QUICK),
+    ],
+)
+async def test_deep_research_reaches_the_runs_service(
+    bot: SlackWorld, text: str, topic: str, mode: Mode, depth: Depth
+) -> None:
+    run_id, _ = await bot.research(text)
+
+    run = await bot.store.get_run(run_id)
+    assert (run.topic, run.mode, run.depth) == (topic, mode, depth)
+    bot.engine.release.set()
+    await bot.runs.wait(run_id)
 
 
 async def test_history_lists_this_workspace_only(bot: SlackWorld, slack: FakeSlack) -> None:
@@ -73,6 +112,20 @@ async def test_history_lists_this_workspace_only(bot: SlackWorld, slack: FakeSla
     assert "Globex &amp; Co" in answer["text"]
     assert "Initech" not in answer["text"]
     assert "Hooli" not in answer["text"]
+
+
+async def test_history_marks_deep_runs(bot: SlackWorld, slack: FakeSlack) -> None:
+    origin = Origin(platform="slack", workspace="T1", channel="C1", user="U1")
+    await bot.store.create_run(Request(topic="Acme", origin=origin))
+    await bot.store.create_run(
+        Request(topic="Globex", mode=Mode.CONTRACTS, origin=origin, depth=Depth.DEEP)
+    )
+
+    await bot.sender.command("history", team="T1")
+    lines = (await slack.wait_for("response_url"))[0].args["text"].splitlines()
+
+    assert next(line for line in lines if "Globex" in line).count("contracts (deep)") == 1
+    assert "deep" not in next(line for line in lines if "Acme" in line)
 
 
 async def test_show_reposts_a_report_here_and_not_to_another_workspace(
@@ -197,3 +250,49 @@ async def test_an_interrupted_run_finishes_in_its_old_thread_after_a_restart(
     assert final["ts"] == ts
     assert "recovered after a restart" in json.dumps(final["blocks"])
     assert button_value(final["blocks"], "research_summarize") == ""
+
+
+class DepthRecorder(ScriptedEngine):
+    """The scripted engine, keeping the depth of each request it is given (fresh or recovered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depths: list[tuple[str, Depth]] = []
+
+    def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
+        self.depths.append(("research", request.depth))
+        return super().research(run_id, request, control)
+
+    def recover(
+        self,
+        run_id: str,
+        request: Request,
+        history: list[Event],
+        control: Control,
+        *,
+        why: str = "interrupted",
+    ) -> AsyncIterator[Event]:
+        self.depths.append(("recover", request.depth))
+        return super().recover(run_id, request, history, control, why=why)
+
+
+async def test_a_deep_run_stays_deep_when_recovered_after_a_restart(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    first_engine, second_engine = DepthRecorder(), DepthRecorder()
+    first = await SlackWorld.start(slack, tmp_path / "db.sqlite3", engine=first_engine)
+    run_id, _ = await first.research("deep Acme Robotics")
+    await first_engine.parked(run_id).wait()
+    await first.stop()
+
+    second = await SlackWorld.start(slack, tmp_path / "db.sqlite3", engine=second_engine)
+    try:
+        assert await second.front.recover() == [run_id]
+        await second.runs.wait(run_id)
+        stored = await second.store.get_run(run_id)
+    finally:
+        await second.stop()
+
+    assert first_engine.depths == [("research", Depth.DEEP)]
+    assert second_engine.depths == [("recover", Depth.DEEP)]
+    assert (stored.status, stored.depth) == (RunStatus.DONE, Depth.DEEP)
