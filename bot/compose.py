@@ -13,6 +13,7 @@ from anthropic import AsyncAnthropic
 from bot.agent.budget import MiB, ReadBudget
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
+from bot.agent.deep import ByDepth, DeepLimits, DeepResearch
 from bot.agent.extract_pool import Extractor
 from bot.agent.fetch import PageFetcher
 from bot.agent.loop import Researcher
@@ -46,6 +47,14 @@ def limits(settings: Settings) -> Limits:
         model_timeout_s=settings.model_timeout_s,
         max_output_tokens=settings.max_output_tokens,
         context_window_tokens=settings.context_window_tokens,
+    )
+
+
+def deep_limits(settings: Settings) -> DeepLimits:
+    return DeepLimits(
+        researchers=settings.deep_researchers,
+        max_turns=settings.deep_max_turns,
+        deadline_s=settings.deep_deadline_s,
     )
 
 
@@ -105,7 +114,9 @@ async def open_services(
             timeout_s=settings.model_timeout_s,
         )
         toolbox = research_tools(search, fetcher, timeout_s=settings.tool_timeout_s)
-        researcher = Researcher(model, toolbox, compressor, limits(settings))
-        runs = RunManager(store, researcher, max_concurrent=settings.max_concurrent_runs)
+        quick = Researcher(model, toolbox, compressor, limits(settings))
+        deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
+        engine = ByDepth(quick=quick, deep=deep)
+        runs = RunManager(store, engine, max_concurrent=settings.max_concurrent_runs)
         stack.push_async_callback(runs.shutdown)
         yield Services(settings=settings, store=store, runs=runs)

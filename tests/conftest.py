@@ -75,6 +75,8 @@ class Recorder:
 
         self.events: list[Any] = []
         self.outcome: Any = None
+        self.run: Any = None
+        """The record `submit` returned, when a test keeps it here."""
         self.finished = asyncio.Event()
         self.changed = asyncio.Event()
 

@@ -37,8 +37,7 @@ FIXED_PLANS: dict[Mode, list[tuple[str, int]]] = {
 
 def fixed_plan(mode: Mode, topic: str) -> list[SubQuestion]:
     return [
-        SubQuestion(question=q.format(topic=topic)[:400], priority=p)
-        for q, p in FIXED_PLANS[mode]
+        SubQuestion(question=q.format(topic=topic)[:400], priority=p) for q, p in FIXED_PLANS[mode]
     ]
 
 
@@ -140,6 +139,6 @@ def final_prompt(
     return (
         f"The request: {request_line(mode, topic)}.\n\n{why}{primary}\n\nWrite the complete "
         f"final report in {name} (title, headings, text; names stay as they are) with the "
-        "`submit_report` tool: an executive summary, 3-7 sections, a conclusion. Cite every "
+        "`submit_report` tool: an executive summary, then 3-7 sections, the last one a conclusion. Cite every "
         "fact with its [n]; do not invent sources; say plainly what could not be found."
     )

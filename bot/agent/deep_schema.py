@@ -69,5 +69,5 @@ class FinalReport(BaseModel):
     title: str = Field(min_length=1, max_length=300)
     executive_summary: str = Field(min_length=1)
     sections: list[FinalSection] = Field(min_length=1, max_length=12)
-    conclusion: str = ""
+    """The last section is the conclusion."""
     confidence: Confidence = "medium"

@@ -61,7 +61,7 @@ class Researcher:
         self._writeup = WriteUp(model, limits=limits, tools=self._tools, claims=claims)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
-        return _drain(lambda emit: self._work(run_id, request, control, emit))
+        return drain(lambda emit: self._work(run_id, request, control, emit))
 
     def recover(
         self,
@@ -83,7 +83,7 @@ class Researcher:
                 return self._work(run_id, request, control, emit)
             return self._writeup.recover(run, control, why)
 
-        return _drain(work)
+        return drain(work)
 
     def _deadline(self) -> float:
         return time.monotonic() + self._limits.deadline_s
@@ -151,7 +151,7 @@ def _unexpected(run_id: str) -> str:
     return f"Something went wrong inside the bot (logged with run id {run_id})."
 
 
-async def _drain(
+async def drain(
     work: Callable[[Callable[[Event], None]], Coroutine[Any, Any, None]],
 ) -> AsyncIterator[Event]:
     """Run `work` in its own task and yield the events it emits, as they come."""

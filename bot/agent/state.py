@@ -62,6 +62,9 @@ class RunState:
     run_id: str = ""
     texts: SourceTexts = field(default_factory=SourceTexts)
     """What the model saw of each source, by citation number: what claims are checked against."""
+    own_sources: dict[int, None] = field(default_factory=dict)
+    """Citation numbers this agent's own tools returned, in order (an ordered set): a deep
+    run's researchers share one registry, and each reports only its own."""
     finish_reviewed: bool = False
     """The finish guard has looked at an early report (it does so at most once per run)."""
 
@@ -131,6 +134,7 @@ class RunState:
         elif isinstance(event, ToolFinished) and not event.is_error:
             self.evidence.append(event.content)
             self.texts.add(event)
+            self.own_sources.update((n, None) for n in event.numbers if n)
         self.emit(event)
 
 

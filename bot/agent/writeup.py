@@ -74,7 +74,7 @@ class WriteUp:
         self._claims = claims
 
     async def completed(self, run: RunState, control: Control, text: str) -> None:
-        await self._deliver(run, control, self._parse(run, text), synthesis=False)
+        await self.deliver(run, control, self._parse(run, text), synthesis=False)
         _finish(run, Ending.COMPLETED)
 
     async def end(self, run: RunState, control: Control, stop: Stop) -> None:
@@ -86,7 +86,7 @@ class WriteUp:
         else:
             if run.has_evidence:
                 why = stop.message or "The run was cancelled."
-                await self._deliver(
+                await self.deliver(
                     run, control, self._from_evidence(run, why), synthesis=False, evidence=True
                 )
             _finish(run, NOT_SYNTHESIZED[stop.why], stop.message)
@@ -94,7 +94,7 @@ class WriteUp:
     async def recover(self, run: RunState, control: Control, why: str = "interrupted") -> None:
         """Finish from stored events: `why` is "interrupted" or "error"."""
         if run.prior_report is not None:
-            await self._deliver(run, control, run.prior_report, synthesis=True)
+            await self.deliver(run, control, run.prior_report, synthesis=True)
             _finish(run, ENDINGS[why][0])
         elif not run.evidence:
             _finish(run, ENDINGS[why][1], NOTHING_FOUND[why])
@@ -122,12 +122,12 @@ class WriteUp:
         except (ModelError, Stop) as error:
             cancelled = isinstance(error, Stop) and error.why == "cancelled"
             message = _joined(cause, _failure(error))
-            await self._deliver(
+            await self.deliver(
                 run, control, self._from_evidence(run, message), synthesis=True, evidence=True
             )
             _finish(run, Ending.CANCELLED if cancelled else failed, message)
             return
-        await self._deliver(run, control, self._parse(run, reply.text), synthesis=True)
+        await self.deliver(run, control, self._parse(run, reply.text), synthesis=True)
         _finish(run, done, _joined(cause, WRITTEN_FROM_EVIDENCE) if cause else None)
 
     def _synthesis_call(self, run: RunState, why: str, until: float) -> ModelCall:
@@ -163,7 +163,7 @@ class WriteUp:
             request.topic, request.mode.value, run.registry, why, language=request.language
         )
 
-    async def _deliver(
+    async def deliver(
         self,
         run: RunState,
         control: Control,

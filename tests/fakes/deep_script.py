@@ -1,0 +1,172 @@
+"""A deep run scripted on the fake Messages API: each request is answered from what it is.
+
+Researchers run in parallel, so replies cannot come from one queue in order: `DeepScript` is a
+`responder` that reads each request (its forced tool, its sub-question, how many turns its
+conversation has) and answers as the planner, a researcher, the supervisor or the writer
+would. Knobs make any step fail or come back malformed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.fakes.anthropic_api import (
+    Scripted,
+    error,
+    reply,
+    reply_text,
+    reply_tools,
+    tool_use,
+)
+
+QUESTIONS = [
+    "What does Acme Robotics make?",
+    "How is Acme Robotics funded?",
+    "Who leads Acme Robotics?",
+]
+
+
+def forced(body: dict[str, Any]) -> str | None:
+    choice = body.get("tool_choice") or {}
+    return choice.get("name") if choice.get("type") == "tool" else None
+
+
+def first_user_text(body: dict[str, Any]) -> str:
+    content = body["messages"][0]["content"]
+    if isinstance(content, str):
+        return content
+    return " ".join(b.get("text", "") for b in content if b.get("type") == "text")
+
+
+def question_of(body: dict[str, Any]) -> str:
+    """A researcher's sub-question (its task's last line)."""
+    return first_user_text(body).rsplit("Your sub-question: ", 1)[-1].strip()
+
+
+def numbers_shown(body: dict[str, Any]) -> list[int]:
+    """The citation numbers the tool results of a researcher's conversation carry."""
+    found: list[int] = []
+    for message in body["messages"]:
+        if message["role"] != "user" or isinstance(message["content"], str):
+            continue
+        for block in message["content"]:
+            if block.get("type") == "tool_result":
+                text = json.dumps(block.get("content"))
+                found += [int(n) for n in re.findall(r"\[(\d+)\]", text)]
+    return sorted(set(found))
+
+
+def forced_reply(name: str, args: dict[str, Any]) -> Scripted:
+    return reply([tool_use(name, args)], "tool_use")
+
+
+@dataclass
+class DeepScript:
+    article_url: str
+    questions: list[str] = field(default_factory=lambda: list(QUESTIONS))
+    plan: str = "ok"
+    """ok | malformed (twice: the fixed plan is used) | malformed_once"""
+    failing: set[str] = field(default_factory=set)
+    """Sub-questions whose researcher's model calls fail."""
+    draft: str = "ok"
+    """ok | fail | gaps (asks one more round)"""
+    final: str = "ok"
+    """ok | fail"""
+    title: str = "Acme Robotics: deep profile"
+    read_delay_s: float = 0.0
+    """How long each researcher's second turn (reading a page) takes to come back."""
+    hold: asyncio.Event | None = None
+    """When given, researchers' second turn waits for it: they have searched (so the run has
+    sources) and are stuck, e.g. for pressing Summarize mid-run."""
+    plan_gate: asyncio.Event | None = None
+    """When given, the plan waits for it (nothing has been found yet)."""
+    searched: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a researcher asks for its second turn (its search results are in)."""
+    calls: list[str] = field(default_factory=list)
+    _plans: int = 0
+
+    async def __call__(self, body: dict[str, Any]) -> Scripted:
+        name = forced(body)
+        tools = {t["name"] for t in body.get("tools", [])}
+        if name == "submit_plan":
+            if self.plan_gate is not None:
+                await self.plan_gate.wait()
+            return self._plan()
+        if name == "submit_draft":
+            self.calls.append("draft")
+            return self._draft(body)
+        if name == "submit_report":
+            self.calls.append("final")
+            if self.final == "fail":
+                return error(500, "api_error", "fake: writer down", should_retry=False)
+            return forced_reply("submit_report", self._final(body))
+        if name == "record_verdicts":
+            self.calls.append("judge")
+            return reply_text("no verdicts")
+        if "submit_finding" in tools:
+            return await self._researcher(body, name)
+        self.calls.append("other")
+        return reply_text("unexpected call")
+
+    def _plan(self) -> Scripted:
+        self._plans += 1
+        self.calls.append("plan")
+        if self.plan == "malformed" or (self.plan == "malformed_once" and self._plans == 1):
+            return forced_reply("submit_plan", {"questions": [{"question": "x"}]})
+        questions = [{"question": q, "priority": 1 + i % 3} for i, q in enumerate(self.questions)]
+        return forced_reply("submit_plan", {"questions": questions})
+
+    async def _researcher(self, body: dict[str, Any], name: str | None) -> Scripted:
+        question = question_of(body)
+        self.calls.append(f"researcher:{question}")
+        if question in self.failing:
+            return error(500, "api_error", "fake: researcher down", should_retry=False)
+        turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if name == "submit_finding" or turns >= 2:
+            shown = numbers_shown(body)
+            return forced_reply(
+                "submit_finding",
+                {
+                    "summary": f"On {question}: Acme Robotics builds warehouse robots "
+                    + "".join(f"[{n}]" for n in shown[:2]),
+                    "key_findings": [f"Founded in 2015 [{shown[0]}]"] if shown else [],
+                    "confidence": "high",
+                    "notes": [],
+                },
+            )
+        if turns == 0:
+            return reply_tools([("web_search", {"query": question})])
+        self.searched.set()
+        if self.hold is not None:
+            await self.hold.wait()
+        return reply_tools([("read_page", {"url": self.article_url})], delay_s=self.read_delay_s)
+
+    def _draft(self, body: dict[str, Any]) -> Scripted:
+        if self.draft == "fail":
+            return error(500, "api_error", "fake: supervisor down", should_retry=False)
+        gaps = [{"question": "Who are Acme Robotics' customers?"}] if self.draft == "gaps" else []
+        if "There is no further round" in first_user_text(body):
+            gaps = []
+        text = "## Business\n\nAcme Robotics builds warehouse robots [1].\n" + "Detail. " * 150
+        return forced_reply("submit_draft", {"draft": text, "gaps": gaps})
+
+    def _final(self, body: dict[str, Any]) -> dict[str, Any]:
+        prompt = first_user_text(body)
+        german = "German" in prompt
+        return {
+            "title": "Acme Robotics: Tiefenprofil" if german else self.title,
+            "executive_summary": (
+                "Acme Robotics baut Lagerroboter [1]."
+                if german
+                else "Acme Robotics builds warehouse robots [1]."
+            ),
+            "sections": [
+                {"heading": "Geschäft" if german else "Business", "body": "Founded in 2015 [2]."},
+                {"heading": "Fazit" if german else "Conclusion", "body": "A solid company [1]."},
+            ],
+            "confidence": "high",
+        }
