@@ -328,4 +328,3 @@ async def _engine(world: Services, settings: Settings) -> AsyncIterator[DeepRese
             model, fast_model=settings.fast_model, threshold_tokens=3_000, timeout_s=5
         )
         yield DeepResearch(model, Toolbox([]), compressor, limits(settings), deep_limits(settings))
-
