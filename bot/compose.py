@@ -13,7 +13,10 @@ from anthropic import AsyncAnthropic
 from bot.agent.budget import MiB, ReadBudget
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
-from bot.agent.deep import ByDepth, DeepLimits, DeepResearch
+from bot.agent.control import Control
+from bot.agent.deep import DeepResearch
+from bot.agent.deep_session import DeepLimits
+from bot.agent.events import Event
 from bot.agent.extract_pool import Extractor
 from bot.agent.fetch import PageFetcher
 from bot.agent.loop import Researcher
@@ -21,8 +24,9 @@ from bot.agent.models import AnthropicModel
 from bot.agent.search import SearchProvider, build_search
 from bot.agent.tools import research_tools
 from bot.config import Settings
+from bot.domain import Depth, Request
 from bot.errors import ConfigError
-from bot.runs import RunManager
+from bot.runs import Engine, RunManager
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -37,6 +41,27 @@ class Services:
     settings: Settings
     store: Store
     runs: RunManager
+
+
+class ByDepth:
+    """The engine the runs service drives: each request goes to the engine of its depth."""
+
+    def __init__(self, quick: Engine, deep: Engine) -> None:
+        self._engines = {Depth.QUICK: quick, Depth.DEEP: deep}
+
+    def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
+        return self._engines[request.depth].research(run_id, request, control)
+
+    def recover(
+        self,
+        run_id: str,
+        request: Request,
+        history: list[Event],
+        control: Control,
+        *,
+        why: str = "interrupted",
+    ) -> AsyncIterator[Event]:
+        return self._engines[request.depth].recover(run_id, request, history, control, why=why)
 
 
 def limits(settings: Settings) -> Limits:

@@ -16,18 +16,16 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import replace
+from typing import Any
 
 from bot.agent.calls import Limits
 from bot.agent.claims import ClaimChecker
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
+from bot.agent.deep_final import FinalWriter
 from bot.agent.deep_prompts import (
     draft_prompt,
-    final_prompt,
-    final_system,
     fixed_plan,
     plan_prompt,
     planner_system,
@@ -35,170 +33,32 @@ from bot.agent.deep_prompts import (
     researcher_task,
     supervisor_system,
 )
-from bot.agent.deep_report import (
-    DRAFT_AS_REPORT_CHARS,
-    DRAFT_HEAD_CHARS,
-    FINDINGS_FOR_REFERENCE_CHARS,
-    WHOLE_DRAFT_CHARS,
-    final_markdown,
-    finding_text,
-    minimal_report,
-    report_from,
-)
 from bot.agent.deep_researcher import DeepResearcher, evidence_finding
-from bot.agent.deep_schema import Draft, FinalReport, Finding, Plan, SubQuestion
+from bot.agent.deep_schema import Draft, Plan, SubQuestion
+from bot.agent.deep_session import DeepLimits, Session
 from bot.agent.events import (
     DraftReady,
-    Ending,
     Event,
     FindingReady,
     Notice,
     PlanReady,
     ResearcherStarted,
-    RunFinished,
     RunStarted,
-    SynthesisStarted,
     ToolFinished,
     TurnStarted,
-    Usage,
-    UsageRecorded,
 )
-from bot.agent.i18n import frame
 from bot.agent.loop import STARTED_AGAIN, drain
 from bot.agent.models import ModelPort
 from bot.agent.pages import SharedPages
-from bot.agent.report import Report
-from bot.agent.state import NOTHING_YET, RunState, Stop
+from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.structured import ask_for
 from bot.agent.tools import Toolbox
 from bot.agent.writeup import ENDINGS, WriteUp
-from bot.domain import Depth, Request
+from bot.domain import Request
 
+__all__ = ["DeepLimits", "DeepResearch"]
 log = logging.getLogger(__name__)
-# The strongest reason a researcher stopped names the run's ending.
-PRECEDENCE = [
-    "completed", "error", "context", "max_turns", "deadline", "interrupted", "forced", "cancelled"
-]  # fmt: skip
-NOTHING_FOUND = (
-    "No researcher found anything: check the search and model settings, then start again."
-)
-CANCELLED_NOTE = "The run was cancelled; this is what its researchers had found."
-
-
-@dataclass(frozen=True)
-class DeepLimits:
-    researchers: int = 4
-    """Researchers at work at once."""
-    max_turns: int = 8
-    """Per researcher."""
-    deadline_s: float = 1800
-
-
-class Engine(Protocol):
-    def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]: ...
-
-    def recover(
-        self,
-        run_id: str,
-        request: Request,
-        history: list[Event],
-        control: Control,
-        *,
-        why: str = "interrupted",
-    ) -> AsyncIterator[Event]: ...
-
-
-class ByDepth:
-    """The engine the runs service drives: each request goes to the engine of its depth."""
-
-    def __init__(self, quick: Engine, deep: Engine) -> None:
-        self._engines = {Depth.QUICK: quick, Depth.DEEP: deep}
-
-    def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
-        return self._engines[request.depth].research(run_id, request, control)
-
-    def recover(
-        self,
-        run_id: str,
-        request: Request,
-        history: list[Event],
-        control: Control,
-        *,
-        why: str = "interrupted",
-    ) -> AsyncIterator[Event]:
-        return self._engines[request.depth].recover(run_id, request, history, control, why=why)
-
-
-@dataclass
-class Session:
-    """One deep run in progress: what every part of it shares."""
-
-    request: Request
-    control: Control
-    emit_out: Callable[[Event], None]
-    deadline: float
-    findings: dict[int, Finding] = field(default_factory=dict)
-    endings: list[str] = field(default_factory=list)
-    children: list[Control] = field(default_factory=list)
-    forced: bool = False
-    agents: int = 0
-    turns: int = 0
-    usage: Usage = field(default_factory=Usage)
-
-    def emit(self, event: Event) -> None:
-        """Every event of the run passes here: turns and usage are summed over all agents."""
-        if isinstance(event, TurnStarted):
-            self.turns += 1
-        elif isinstance(event, UsageRecorded):
-            self.usage += event.usage
-        self.emit_out(event)
-
-    def tagged(self, agent: int) -> Callable[[Event], None]:
-        def emit(event: Event) -> None:
-            event.agent = agent
-            self.emit(event)
-
-        return emit
-
-    @property
-    def ending(self) -> str:
-        return max(self.endings or ["completed"], key=PRECEDENCE.index)
-
-    @asynccontextmanager
-    async def watching(self, main: RunState) -> AsyncIterator[None]:
-        """Hand Summarize and Cancel on to every researcher while the block runs."""
-        watcher = asyncio.create_task(self._watch(main))
-        try:
-            yield
-        finally:
-            watcher.cancel()
-            await asyncio.gather(watcher, return_exceptions=True)
-
-    async def _watch(self, main: RunState) -> None:
-        while not self.control.cancel_requested.is_set():
-            await self.control.wait_any()
-            if self.control.cancel_requested.is_set():
-                for child in self.children:
-                    child.cancel()
-                return
-            if not main.registry.sources:
-                main.emit(Notice(message=NOTHING_YET))
-                self.control.rearm_summarize()
-                continue
-            self.forced = True
-            for child in self.children:
-                child.summarize()
-            await self.control.cancel_requested.wait()
-
-    def child(self) -> Control:
-        control = Control()
-        if self.forced:
-            control.summarize()
-        if self.control.cancel_requested.is_set():
-            control.cancel()
-        self.children.append(control)
-        return control
 
 
 class DeepResearch:
@@ -216,7 +76,8 @@ class DeepResearch:
         self._limits = limits
         self._deep = deep
         claims = ClaimChecker(model, fast_model=compressor.model, timeout_s=limits.model_timeout_s)
-        self._writeup = WriteUp(model, limits=limits, tools=[], claims=claims)
+        writeup = WriteUp(model, limits=limits, tools=[], claims=claims)
+        self._writer = FinalWriter(model, compressor, limits, writeup)
         self._tools = toolbox.schemas()
         self.pages_avoided = 0
         """Page reads answered by a run's shared cache (summed over runs, for the benchmark)."""
@@ -250,11 +111,11 @@ class DeepResearch:
             await self._run(session, main)
         except Stop as stop:
             session.endings.append(stop.why)
-            await self._final(session, main, None)
+            await self._writer.write(session, main, None)
         except Exception:
             log.exception("run %s: deep research failed unexpectedly", run_id)
             session.endings.append("error")
-            await self._final(session, main, None)
+            await self._writer.write(session, main, None)
 
     def _main(self, session: Session, run_id: str) -> RunState:
         request = session.request
@@ -281,7 +142,7 @@ class DeepResearch:
         finally:
             self.pages_avoided += pages.hits
             await pages.close()
-        await self._final(session, main, draft.draft if draft else None)
+        await self._writer.write(session, main, draft.draft if draft else None)
 
     def _may_go_on(self, session: Session) -> bool:
         left = session.deadline - time.monotonic()
@@ -365,7 +226,7 @@ class DeepResearch:
             return None
         request = main.request
         main.system = supervisor_system()
-        findings = await self._findings_text(session, main)
+        findings = await self._writer.findings_text(session, main)
         main.messages = [
             {
                 "role": "user",
@@ -390,113 +251,6 @@ class DeepResearch:
             draft = draft.model_copy(update={"gaps": draft.gaps if may_ask else []})
             main.emit(DraftReady(draft=draft.draft, gaps=gaps, round=1 if may_ask else 2))
         return draft
-
-    async def _findings_text(self, session: Session, main: RunState) -> str:
-        """All findings, each compressed by the fast model when it is long (seed 003)."""
-        texts = []
-        for agent, finding in sorted(session.findings.items()):
-            text = finding_text(agent, finding)
-            short, compressed, usage = await self._compressor.compress(
-                text, goal=main.request.topic, tool="finding"
-            )
-            if compressed:
-                main.record(
-                    UsageRecorded(turn=main.turn, model=self._compressor.model, usage=usage)
-                )
-            texts.append(short)
-        return "\n\n".join(texts)
-
-    # -- the final report --------------------------------------------------------------------
-
-    async def _final(self, session: Session, main: RunState, draft: str | None) -> None:
-        """The final report from the draft, else the findings, else without the model."""
-        why = session.ending
-        if why == "cancelled":
-            await self._cancelled(session, main)
-            return
-        if not main.registry.sources:
-            ending = Ending.LLM_ERROR if why in ("completed", "error") else ENDINGS[why][1]
-            self._finish(session, main, ending, NOTHING_FOUND)
-            return
-        request = main.request
-        main.turn += 1
-        main.emit(SynthesisStarted(turn=main.turn, reason=why))
-        main.emit(TurnStarted(turn=main.turn))
-        findings = await self._findings_text(session, main)
-        draft_text = await self._draft_for_prompt(main, draft)
-        main.system = final_system()
-        main.messages = [
-            {
-                "role": "user",
-                "content": final_prompt(
-                    request.mode,
-                    request.topic,
-                    request.language,
-                    draft=draft_text,
-                    findings=findings[:FINDINGS_FOR_REFERENCE_CHARS] if draft else findings,
-                ),
-            }
-        ]
-        until = time.monotonic() + self._limits.synthesis_timeout_s
-        try:
-            final = await ask_for(
-                self._model, main, session.control, FinalReport, "submit_report",
-                limits=self._limits, until=until,
-            )  # fmt: skip
-        except Stop as stop:  # cancelled or out of time while writing
-            session.endings.append(stop.why if stop.why == "cancelled" else why)
-            final = None
-        if session.ending == "cancelled":
-            await self._cancelled(session, main)
-            return
-        done, failed = _endings(why)
-        if final is not None:
-            text = final_markdown(final, frame(request.language).tldr)
-            await self._deliver(session, main, report_from(text, main.registry, request))
-            self._finish(session, main, done)
-        elif draft is not None and len(draft) >= DRAFT_AS_REPORT_CHARS:
-            note = "The final write-up failed; this is the supervisor's draft."
-            await self._deliver(session, main, report_from(draft, main.registry, request))
-            self._finish(session, main, done, note)
-        else:
-            note = "The final write-up failed; the report lists what the researchers found."
-            report = minimal_report(request, self._findings(session), main.registry, note)
-            await self._deliver(session, main, report, evidence=True)
-            self._finish(session, main, failed, note)
-
-    async def _draft_for_prompt(self, main: RunState, draft: str | None) -> str | None:
-        """The draft whole up to 50k characters; above, its head and a summary of the rest."""
-        if draft is None or len(draft) <= WHOLE_DRAFT_CHARS:
-            return draft
-        rest, compressed, usage = await self._compressor.compress(
-            draft[DRAFT_HEAD_CHARS:], goal=main.request.topic, tool="draft"
-        )
-        if compressed:
-            main.record(UsageRecorded(turn=main.turn, model=self._compressor.model, usage=usage))
-        return f"{draft[:DRAFT_HEAD_CHARS]}\n\n[The rest of the draft, summarized:]\n{rest}"
-
-    def _findings(self, session: Session) -> list[Finding]:
-        return [f for _, f in sorted(session.findings.items())]
-
-    async def _cancelled(self, session: Session, main: RunState) -> None:
-        if main.registry.sources:
-            report = minimal_report(
-                main.request, self._findings(session), main.registry, CANCELLED_NOTE
-            )
-            await self._deliver(session, main, report, evidence=True)
-        self._finish(session, main, Ending.CANCELLED, "The run was cancelled.")
-
-    async def _deliver(
-        self, session: Session, main: RunState, report: Report, *, evidence: bool = False
-    ) -> None:
-        await self._writeup.deliver(
-            main, session.control, report, synthesis=True, evidence=evidence
-        )
-
-    def _finish(
-        self, session: Session, main: RunState, ending: Ending, error: str | None = None
-    ) -> None:
-        main.emit(RunFinished(ending=ending, turns=session.turns, usage=session.usage, error=error))
 
     # -- restart recovery --------------------------------------------------------------------
 
@@ -528,8 +282,8 @@ class DeepResearch:
             elif isinstance(event, ToolFinished) and not event.is_error:
                 own.setdefault(event.agent, {}).update((n, None) for n in event.numbers if n)
         if main.prior_report is not None:
-            await self._deliver(session, main, main.prior_report)
-            self._finish(session, main, ENDINGS[why][0])
+            await self._writer.deliver(session, main, main.prior_report)
+            self._writer.finish(session, main, ENDINGS[why][0])
             return
         if not main.registry.sources:
             main.emit(Notice(message=STARTED_AGAIN))
@@ -541,10 +295,4 @@ class DeepResearch:
                 part.registry, part.own_sources = main.registry, own.get(agent, {})
                 session.findings[agent] = evidence_finding(part, question, why, None)
         session.endings.append(why)
-        await self._final(session, main, draft)
-
-
-def _endings(why: str) -> tuple[Ending, Ending]:
-    if why == "completed":
-        return Ending.COMPLETED, Ending.ERROR_SYNTHESIS_FAILED
-    return ENDINGS[why]
+        await self._writer.write(session, main, draft)
