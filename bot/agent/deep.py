@@ -230,7 +230,9 @@ class DeepResearch:
         main.messages = [
             {
                 "role": "user",
-                "content": draft_prompt(request.mode, request.topic, findings, may_ask=may_ask),
+                "content": draft_prompt(
+                    request.mode, request.topic, request.language, findings, may_ask=may_ask
+                ),
             }
         ]
         main.turn += 1

@@ -44,9 +44,12 @@ class FinalWriter:
         self._limits = limits
         self._writeup = writeup
 
-    async def findings_text(self, session: Session, main: RunState) -> str:
+    async def findings_text(
+        self, session: Session, main: RunState, limit: int | None = None
+    ) -> str:
         """All findings, each compressed by the fast model when it is long (seed 003): at once,
-        and once per finding (the supervisor and the final write-up read the same text)."""
+        and once per finding (the supervisor and the final write-up read the same text).
+        `limit`: as many whole findings as fit in that many characters (a fence is never cut)."""
 
         async def shortened(agent: int, finding: Finding) -> None:
             text, compressed, usage = await self._compressor.compress(
@@ -60,7 +63,11 @@ class FinalWriter:
 
         missing = [(a, f) for a, f in session.findings.items() if a not in session.finding_texts]
         await asyncio.gather(*(shortened(a, f) for a, f in missing))
-        return "\n\n".join(session.finding_texts[a] for a in sorted(session.findings))
+        texts = [session.finding_texts[a] for a in sorted(session.findings)]
+        if limit is not None:
+            room = limit
+            texts = [t for t in texts if (room := room - len(t) - 2) >= 0]
+        return "\n\n".join(texts)
 
     # -- the final report --------------------------------------------------------------------
 
@@ -78,7 +85,8 @@ class FinalWriter:
         main.turn += 1
         main.emit(SynthesisStarted(turn=main.turn, reason=why))
         main.emit(TurnStarted(turn=main.turn))
-        findings = await self.findings_text(session, main)
+        limit = FINDINGS_FOR_REFERENCE_CHARS if draft else None
+        findings = await self.findings_text(session, main, limit)
         draft_text = await self._draft_for_prompt(main, draft)
         main.system = final_system()
         main.messages = [
@@ -89,7 +97,7 @@ class FinalWriter:
                     request.topic,
                     request.language,
                     draft=draft_text,
-                    findings=findings[:FINDINGS_FOR_REFERENCE_CHARS] if draft else findings,
+                    findings=findings,
                 ),
             }
         ]

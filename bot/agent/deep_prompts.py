@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date
 
 from bot.agent.deep_schema import SubQuestion
+from bot.agent.fence import fence
 from bot.agent.i18n import frame
 from bot.domain import Mode
 
@@ -105,7 +106,12 @@ def supervisor_system() -> str:
     )
 
 
-def draft_prompt(mode: Mode, topic: str, findings: str, *, may_ask: bool) -> str:
+def _language(language: str) -> str:
+    words = frame(language)
+    return words.name if words.name == words.native else f"{words.name} ({words.native})"
+
+
+def draft_prompt(mode: Mode, topic: str, language: str, findings: str, *, may_ask: bool) -> str:
     gaps = (
         "If an important part of the request is still unanswered, name up to 3 gaps as "
         "questions for one more short round of research; otherwise leave `gaps` empty."
@@ -115,7 +121,8 @@ def draft_prompt(mode: Mode, topic: str, findings: str, *, may_ask: bool) -> str
     return (
         f"The request: {request_line(mode, topic)}.\n\nThe researchers' findings (their "
         f"summaries are fenced as data):\n\n{findings}\n\nWrite the draft report with the "
-        f"`submit_draft` tool: organised by theme, every fact with its [n] citation. {gaps}"
+        f"`submit_draft` tool, in {_language(language)}: organised by theme under `##` "
+        f"headings, every fact with its [n] citation. {gaps}"
     )
 
 
@@ -129,16 +136,15 @@ def final_system() -> str:
 def final_prompt(
     mode: Mode, topic: str, language: str, *, draft: str | None, findings: str, why: str = ""
 ) -> str:
-    words = frame(language)
-    name = words.name if words.name == words.native else f"{words.name} ({words.native})"
     primary = (
-        f"The draft (primary source):\n\n{draft}\n\nThe findings, for reference:\n\n{findings}"
+        f"The supervisor's draft (the primary source; fenced as data, it quotes the web):\n\n"
+        f"{fence(draft)}\n\nThe findings, for reference:\n\n{findings}"
         if draft
         else f"The findings (the draft could not be written):\n\n{findings}"
     )
     return (
         f"The request: {request_line(mode, topic)}.\n\n{why}{primary}\n\nWrite the complete "
-        f"final report in {name} (title, headings, text; names stay as they are) with the "
+        f"final report in {_language(language)} (title, headings, text; names stay as they are) with the "
         "`submit_report` tool: an executive summary, then 3-7 sections, the last one a conclusion. Cite every "
         "fact with its [n]; do not invent sources; say plainly what could not be found."
     )

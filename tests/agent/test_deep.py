@@ -22,6 +22,7 @@ from bot.agent.events import (
     RunFinished,
     ToolFinished,
 )
+from bot.agent.i18n import frame
 from bot.agent.trajectory import trajectory
 from bot.compose import Services, deep_limits, limits, open_services
 from bot.config import Settings
@@ -270,7 +271,13 @@ async def test_a_german_request_gets_a_german_report(
     recorder = await run_deep(world, request)
     report = recorder.outcome.report
     assert report.language == "de" and report.title == "Acme Robotics: Tiefenprofil"
-    assert "## Zusammenfassung" in recorder.outcome.markdown or report.tldr
+    assert f"## {frame('de').tldr}" in recorder.outcome.markdown
+    asked = [
+        str(r["messages"][0]["content"])
+        for r in anthropic_api.requests
+        if (r.get("tool_choice") or {}).get("name") in ("submit_draft", "submit_report")
+    ]
+    assert len(asked) == 2 and all("German (Deutsch)" in a for a in asked)
 
 
 async def test_contracts_mode_plans_for_contracts(world: Services, script: DeepScript) -> None:
