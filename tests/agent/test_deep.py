@@ -335,3 +335,21 @@ async def _engine(world: Services, settings: Settings) -> AsyncIterator[DeepRese
             model, fast_model=settings.fast_model, threshold_tokens=3_000, timeout_s=5
         )
         yield DeepResearch(model, Toolbox([]), compressor, limits(settings), deep_limits(settings))
+
+
+async def test_researchers_out_of_turns_are_asked_for_their_finding(
+    tmp_path: Path,
+    anthropic_api: FakeAnthropic,
+    tavily: FakeTavily,
+    web: FakeWeb,
+    script: DeepScript,
+) -> None:
+    async with deep_world(
+        tmp_path, anthropic_api, tavily, web, RESEARCH_BOT_DEEP_MAX_TURNS="1"
+    ) as services:
+        recorder = await run_deep(services)
+    findings = of(recorder, FindingReady)
+    assert {f.ending for f in findings} == {"max_turns"}
+    assert not any(f.from_evidence for f in findings)  # each wrote it when asked
+    assert all(f.finding.seen and not f.finding.read for f in findings)  # searched, never read
+    assert recorder.outcome.ending is Ending.MAX_TURNS_SYNTHESIZED
