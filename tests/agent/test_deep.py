@@ -353,3 +353,20 @@ async def test_researchers_out_of_turns_are_asked_for_their_finding(
     assert not any(f.from_evidence for f in findings)  # each wrote it when asked
     assert all(f.finding.seen and not f.finding.read for f in findings)  # searched, never read
     assert recorder.outcome.ending is Ending.MAX_TURNS_SYNTHESIZED
+
+
+async def test_a_draft_over_50k_characters_goes_on_as_its_head_and_a_summary(
+    world: Services, script: DeepScript, anthropic_api: FakeAnthropic
+) -> None:
+    script.draft_chars = 60_000
+    recorder = await run_deep(world)
+    final = next(
+        r
+        for r in anthropic_api.requests
+        if (r.get("tool_choice") or {}).get("name") == "submit_report"
+    )
+    prompt = str(final["messages"][0]["content"])
+    assert "SUMMARY OF THE REST." in prompt and "summarize" in script.calls
+    # The first 45k characters whole (about 5,600 of the draft's 7,500 "Detail." sentences).
+    assert 5_500 < prompt.count("Detail. ") < 5_700
+    assert recorder.outcome.ending is Ending.COMPLETED

@@ -76,6 +76,7 @@ class DeepScript:
     """ok | fail | gaps (asks one more round)"""
     final: str = "ok"
     """ok | fail"""
+    draft_chars: int = 1_200
     title: str = "Acme Robotics: deep profile"
     read_delay_s: float = 0.0
     """How long each researcher's second turn (reading a page) takes to come back."""
@@ -109,8 +110,9 @@ class DeepScript:
             return reply_text("no verdicts")
         if "submit_finding" in tools:
             return await self._researcher(body, name)
-        self.calls.append("other")
-        return reply_text("unexpected call")
+        # The fast model summarizing a long text (a draft over 50k characters, a long finding).
+        self.calls.append("summarize")
+        return reply_text("SUMMARY OF THE REST.")
 
     def _plan(self) -> Scripted:
         self._plans += 1
@@ -151,7 +153,8 @@ class DeepScript:
         gaps = [{"question": "Who are Acme Robotics' customers?"}] if self.draft == "gaps" else []
         if "There is no further round" in first_user_text(body):
             gaps = []
-        text = "## Business\n\nAcme Robotics builds warehouse robots [1].\n" + "Detail. " * 150
+        head = "## Business\n\nAcme Robotics builds warehouse robots [1].\n"
+        text = head + "Detail. " * ((self.draft_chars - len(head)) // 8)
         return forced_reply("submit_draft", {"draft": text, "gaps": gaps})
 
     def _final(self, body: dict[str, Any]) -> dict[str, Any]:
