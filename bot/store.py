@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.agent.events import EVENT_ADAPTER, Event, TurnStarted, UsageRecorded
+from bot.agent.events import EVENT_ADAPTER, Event, RunFinished, TurnStarted, UsageRecorded
 from bot.agent.report import Report
 from bot.agent.support import Claim, Support, Verdict
 from bot.db import Database
@@ -307,9 +307,15 @@ class Store:
                 counts = (use.input_tokens, use.output_tokens, use.cache_read_tokens)
                 cost = (use.cost_usd or 0.0, known)
                 conn.execute(_ADD_USAGE, (*counts, use.cache_write_tokens, *cost, run_id))
+            elif isinstance(event, TurnStarted) and event.agent:
+                # A deep run's researchers count their own turns: the run's count is their sum.
+                conn.execute("UPDATE runs SET turns = turns + 1 WHERE run_id = ?", (run_id,))
             elif isinstance(event, TurnStarted):
                 sql = "UPDATE runs SET turns = MAX(turns, ?) WHERE run_id = ?"
                 conn.execute(sql, (event.turn, run_id))
+            elif isinstance(event, RunFinished):
+                sql = "UPDATE runs SET turns = MAX(turns, ?) WHERE run_id = ?"
+                conn.execute(sql, (event.turns, run_id))
 
         # Group commit: the events of concurrent runs share transactions; this returns once
         # this event is committed, so it is still stored before anyone hears it.

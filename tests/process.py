@@ -20,6 +20,8 @@ class Cli:
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(cwd),
             "PYTHONPATH": str(ROOT),
+            # A fault test caps files at 1 KiB: a .pyc it cut short would break later subprocesses.
+            "PYTHONDONTWRITEBYTECODE": "1",
             **env,
         }
 
