@@ -69,7 +69,9 @@ def plan_prompt(mode: Mode, topic: str) -> str:
 
 
 def researcher_system(mode: Mode, today: date | None = None) -> str:
-    """The same for every researcher of a run (and every run of a mode): a shared cached prefix."""
+    """The same for every researcher of a run, so tools and system are one prefix for all. With
+    ~600 tokens it is under the API's cache minimum (1,024): each researcher's own turns are
+    what the cache saves (bench/deep.py measures both)."""
     return (
         f"You are one of several researchers working in parallel on {mode.value} research. "
         f"Today is {(today or date.today()).isoformat()}. Research only your sub-question, "

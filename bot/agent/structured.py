@@ -47,8 +47,8 @@ async def ask_for(
 ) -> M | None:
     """`schema` filled in by the model through the tool `name` over `run`'s conversation; None
     when the model failed or answered malformed twice. Stop (cancel, deadline) is not caught.
-    `tools`: the full tool list to send (to keep a researcher's cached prefix); default just
-    this one tool."""
+    `tools`: the tool list to send, default just this one; a researcher sends all of its own,
+    since its conversation holds calls of them (the API wants every used tool defined)."""
     tool_list = tools if tools is not None else [tool_for(name, schema)]
     for attempt in range(1, ATTEMPTS + 1):
         call = ModelCall(
