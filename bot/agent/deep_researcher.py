@@ -18,9 +18,8 @@ from bot.agent.compress import compact_if_full
 from bot.agent.control import Control
 from bot.agent.deep_prompts import finding_instruction
 from bot.agent.deep_schema import Finding, FindingDraft
-from bot.agent.events import ModelText, TurnStarted
+from bot.agent.events import TurnStarted
 from bot.agent.models import ModelPort
-from bot.agent.prompts import continue_after_max_tokens
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.structured import ask_for, problems, tool_for
@@ -32,6 +31,7 @@ STOPPED = {
     "deadline": "Stopped at the time limit.",
     "max_turns": "Stopped at the turn limit before writing a finding.",
     "cancelled": "Stopped: the run was cancelled.",
+    "budget": "Stopped: the run's cost budget is spent.",
 }
 
 
@@ -40,7 +40,7 @@ class Result:
     finding: Finding
     from_evidence: bool
     ending: str
-    """completed | max_turns | deadline | forced | cancelled | error"""
+    """completed | max_turns | deadline | forced | budget | cancelled | error"""
 
 
 class DeepResearcher:
@@ -104,19 +104,7 @@ class DeepResearcher:
                     continue
             if reply.stop_reason in ("end_turn", "stop_sequence"):
                 return reply.text
-            if reply.stop_reason == "tool_use":
-                part.messages.append({"role": "assistant", "content": reply.content})
-                if reply.text:
-                    part.emit(ModelText(turn=part.turn, text=reply.text))
-                await self._steps.run_tools(part, control, reply.tool_uses)
-            elif reply.stop_reason == "max_tokens":
-                kept = [b for b in reply.content if b.get("type") != "tool_use"]
-                if kept:
-                    part.messages.append({"role": "assistant", "content": kept})
-                part.messages.append({"role": "user", "content": continue_after_max_tokens()})
-            elif reply.stop_reason == "pause_turn":
-                part.messages.append({"role": "assistant", "content": reply.content})
-            else:
+            if not await self._steps.carry_on(part, control, reply):
                 raise Stop("error", f"The model stopped ({reply.stop_reason}).")
         raise Stop("max_turns")
 

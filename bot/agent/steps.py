@@ -11,8 +11,9 @@ from typing import Any, Protocol
 
 from bot.agent.compress import Compressor, compact_form
 from bot.agent.control import Control
-from bot.agent.events import ToolCalled, ToolFinished, UsageRecorded
+from bot.agent.events import ModelText, ToolCalled, ToolFinished, UsageRecorded
 from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
+from bot.agent.prompts import continue_after_max_tokens
 from bot.agent.state import RunState, Stop, fence, guarded
 from bot.agent.tools import ToolContext, ToolResult
 from bot.errors import ContextOverflow, ModelError
@@ -48,6 +49,27 @@ class Steps:
             + used.output_tokens
         )
         return reply
+
+    async def carry_on(self, run: RunState, control: Control, reply: ModelReply) -> bool:
+        """Take the conversation on after a reply that is not an ending: its tools run, a reply
+        cut off at the output limit is asked to go on, a paused turn is sent back. False when
+        the reply is none of these (the caller decides what its stop reason means)."""
+        if reply.stop_reason == "tool_use":
+            run.messages.append({"role": "assistant", "content": reply.content})
+            if reply.text:
+                run.emit(ModelText(turn=run.turn, text=reply.text))
+            await self.run_tools(run, control, reply.tool_uses)
+        elif reply.stop_reason == "max_tokens":
+            # A cut-off tool_use has partial input: drop it, keep the words, ask to go on.
+            kept = [b for b in reply.content if b.get("type") != "tool_use"]
+            if kept:
+                run.messages.append({"role": "assistant", "content": kept})
+            run.messages.append({"role": "user", "content": continue_after_max_tokens()})
+        elif reply.stop_reason == "pause_turn":
+            run.messages.append({"role": "assistant", "content": reply.content})
+        else:
+            return False
+        return True
 
     async def run_tools(self, run: RunState, control: Control, uses: list[ToolUse]) -> None:
         for use in uses:
