@@ -7,6 +7,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     RESEARCH_BOT_DB=/data/research-bot.sqlite3
 
+# PDF export: Pango and HarfBuzz's subsetter (WeasyPrint's text layout), and fonts for
+# Latin, Cyrillic, Greek, Arabic, Hebrew, Indic … (fonts-noto-core), Chinese, Japanese and
+# Korean (fonts-noto-cjk) and code (fonts-dejavu-core).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends libpango-1.0-0 libpangoft2-1.0-0 \
+        libharfbuzz-subset0 fonts-noto-core fonts-noto-cjk fonts-dejavu-core \
+    && rm -rf /var/lib/apt/lists/*
+
 RUN useradd --create-home --uid 10001 bot && mkdir /data && chown bot:bot /data
 
 WORKDIR /app

@@ -1,4 +1,5 @@
-"""The `research-bot` command: research, resume, history, show, serve, discord sync."""
+"""The `research-bot` command: research, resume, history, usage, show, export, serve, discord
+sync."""
 
 from __future__ import annotations
 
@@ -24,15 +25,21 @@ from bot.agent.trajectory import trajectory
 from bot.config import Settings
 from bot.domain import Depth, Mode, Origin, Request, RunRecord, RunStatus, strip_controls
 from bot.errors import BotError, ConfigError, NotFoundError
+from bot.export import Exported, Format, export
 from bot.owner import owner_gone
+from bot.quota import QuotaError
 from bot.store import Store
 from bot.terminal_runs import check_output
+from bot.usage import WorkspaceUsage, by_workspace, period_start, usage_lines
 
 if TYPE_CHECKING:
     from bot import evaluation
+    from bot.agent.report import Report
     from bot.compose import Services
 
 T = TypeVar("T")
+TRY_LATER = 75
+"""Exit code of a run refused by the daily budget: sysexits' EX_TEMPFAIL, "try again later"."""
 
 app = typer.Typer(
     add_completion=False,
@@ -114,6 +121,8 @@ def research(
         )
         check_output(output)
         finish = asyncio.run(_with_services(settings, terminal_runs.research, request, output))
+    except QuotaError as error:
+        raise fail(error, TRY_LATER) from None
     except BotError as error:
         raise fail(error) from None
     _conclude(finish)
@@ -222,6 +231,34 @@ async def _history(settings: Settings, limit: int) -> tuple[list[RunRecord], dat
         return await store.list_runs(limit=limit), store.now()
 
 
+@app.command()
+def usage(
+    days: Annotated[int, typer.Option(min=1, max=366, help="Days back, today included.")] = 7,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Spend and runs per UTC day and per person, for each workspace (the terminal is one)."""
+    try:
+        settings = load_settings()
+        spent = asyncio.run(_usage(settings, days))
+    except BotError as error:
+        raise fail(error) from None
+    if as_json:
+        sys.stdout.write(json.dumps([u.model_dump(mode="json") for u in spent]) + "\n")
+        return
+    if not spent:
+        out.print(usage_lines(None, days=days)[0], markup=False)
+    for one in spent:
+        place = one.platform + (f" {one.workspace}" if one.workspace else "")
+        lines = [f"{place}:", *(f"  {line}" for line in usage_lines(one, days=days))]
+        out.print(strip_controls("\n".join(lines)), markup=False, highlight=False)
+
+
+async def _usage(settings: Settings, days: int) -> list[WorkspaceUsage]:
+    async with _reader(settings) as store:
+        since = period_start(store.now(), days)
+        return by_workspace(await store.usage(since=since), since=since.date(), days=days)
+
+
 def _reader(settings: Settings) -> AbstractAsyncContextManager[Store]:
     """History and show only read: no write lock, nothing written, whoever else is writing."""
     return Store.connect(settings.db_path, readonly=True, busy_timeout_s=settings.db_busy_timeout_s)
@@ -255,10 +292,7 @@ async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> 
             return json.dumps(
                 trajectory(record.run_id, await store.events(record.run_id)), indent=2, default=str
             )
-        saved = await store.report(record.run_id)
-        if saved is None:
-            raise NotFoundError(f"Run {record.run_id} has no report ({record.status.value}).")
-        report, markdown = saved
+        report, markdown = await _saved_report(store, record)
         if as_json:
             return json.dumps(
                 {
@@ -270,6 +304,47 @@ async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> 
                 indent=2,
             )
         return markdown
+
+
+async def _saved_report(store: Store, record: RunRecord) -> tuple[Report, str]:
+    saved = await store.report(record.run_id)
+    if saved is None:
+        raise NotFoundError(f"Run {record.run_id} has no report ({record.status.value}).")
+    return saved
+
+
+@app.command("export")
+def export_report(
+    run_id: str,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="The file's format.")],
+    output: Annotated[
+        Path | None, typer.Option(help="Where to write it (default: the current folder).")
+    ] = None,
+) -> None:
+    """Write a past run's report as Markdown, HTML, PDF or Word, from what is stored (no model
+    call)."""
+    _log_to_terminal()
+    try:
+        settings = load_settings()
+        check_output(output)
+        exported = asyncio.run(_export(settings, run_id, fmt))
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except BotError as error:
+        raise fail(error) from None
+    path = output or Path.cwd() / exported.filename
+    try:
+        path.write_bytes(exported.data)
+    except OSError as error:
+        raise fail(BotError(f"could not write {path} ({error.strerror})."), 1) from None
+    out.print(str(path), markup=False, highlight=False)
+
+
+async def _export(settings: Settings, run_id: str, fmt: Format) -> Exported:
+    async with _reader(settings) as store:
+        record = await store.get_run(run_id)
+        report, _ = await _saved_report(store, record)
+    return await export(record, report, fmt, font_dir=settings.export_fonts)
 
 
 @app.command("eval")

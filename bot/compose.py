@@ -7,9 +7,9 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
-from anthropic import AsyncAnthropic
-
+from bot.agent.arxiv import Arxiv, arxiv_tools
 from bot.agent.budget import MiB, ReadBudget
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
@@ -19,21 +19,18 @@ from bot.agent.deep_session import DeepLimits
 from bot.agent.events import Event
 from bot.agent.extract_pool import Extractor
 from bot.agent.fetch import PageFetcher
+from bot.agent.github import GitHub, github_tools
 from bot.agent.loop import Researcher
-from bot.agent.models import AnthropicModel
 from bot.agent.search import SearchProvider, build_search
-from bot.agent.tools import research_tools
+from bot.agent.tools import Tool, research_tools
 from bot.config import Settings
 from bot.domain import Depth, Request
-from bot.errors import ConfigError
+from bot.providers import model_chain
+from bot.quota import Quota, QuotaLimits
 from bot.runs import Engine, RunManager
 from bot.store import Store
 
 log = logging.getLogger(__name__)
-KEY_HELP = (
-    "ANTHROPIC_API_KEY is not set. Create a key at https://console.anthropic.com/ "
-    "(Settings → API keys), then `export ANTHROPIC_API_KEY=...` or put it in .env."
-)
 
 
 @dataclass(frozen=True)
@@ -72,6 +69,7 @@ def limits(settings: Settings) -> Limits:
         model_timeout_s=settings.model_timeout_s,
         max_output_tokens=settings.max_output_tokens,
         context_window_tokens=settings.context_window_tokens,
+        max_cost_usd=settings.max_run_cost_usd,
     )
 
 
@@ -81,6 +79,26 @@ def deep_limits(settings: Settings) -> DeepLimits:
         max_turns=settings.deep_max_turns,
         deadline_s=settings.deep_deadline_s,
     )
+
+
+def quota_limits(settings: Settings) -> QuotaLimits:
+    return QuotaLimits(
+        daily_budget_usd=settings.daily_budget_usd,
+        user_runs_per_hour=settings.user_runs_per_hour,
+    )
+
+
+def source_tools(settings: Settings, stack: AsyncExitStack) -> list[Tool[Any]]:
+    """arXiv and GitHub: one client each for the process, closed with the stack."""
+    arxiv = Arxiv(settings.arxiv_api_url, timeout_s=settings.tool_timeout_s)
+    stack.push_async_callback(arxiv.aclose)
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    github = GitHub(settings.github_api_url, token, timeout_s=settings.tool_timeout_s)
+    stack.push_async_callback(github.aclose)
+    return [
+        *arxiv_tools(arxiv, timeout_s=settings.tool_timeout_s),
+        *github_tools(github, timeout_s=settings.tool_timeout_s),
+    ]
 
 
 def freeze_startup_heap() -> None:
@@ -98,23 +116,14 @@ async def open_services(
     """Everything a run needs. On exit, runs still going are stopped and left for recovery.
 
     `search` replaces the configured search chain (a test or benchmark's own provider)."""
-    if settings.anthropic_api_key is None:
-        raise ConfigError(KEY_HELP)
     for unpriced in settings.unpriced_models():
         log.warning(
             "no price is known for %s: costs will show as unknown (set RESEARCH_BOT_PRICES)",
             unpriced,
         )
     async with AsyncExitStack() as stack:
-        # The SDK's own retries are the one retry policy for the model; its timeout is per
-        # request, and the loop also bounds each call by what is left of the run's deadline.
-        client = AsyncAnthropic(
-            api_key=settings.anthropic_api_key.get_secret_value(),
-            base_url=settings.anthropic_base_url,
-            timeout=settings.model_timeout_s,
-            max_retries=settings.model_max_retries,
-        )
-        stack.push_async_callback(client.close)
+        # The configured providers behind one port: the loop never knows which one answered.
+        model = model_chain(settings, stack)
         store = await stack.enter_async_context(
             Store.connect(settings.db_path, busy_timeout_s=settings.db_busy_timeout_s)
         )
@@ -131,17 +140,23 @@ async def open_services(
         )
         if search is None:
             search = await stack.enter_async_context(build_search(settings))
-        model = AnthropicModel(client, model=settings.model, prices=settings.prices)
         compressor = Compressor(
             model,
-            fast_model=settings.fast_model,
+            fast_model=model.fast_model,
             threshold_tokens=settings.compress_threshold_tokens,
             timeout_s=settings.model_timeout_s,
         )
-        toolbox = research_tools(search, fetcher, timeout_s=settings.tool_timeout_s)
+        toolbox = research_tools(
+            search,
+            fetcher,
+            timeout_s=settings.tool_timeout_s,
+            extra=source_tools(settings, stack),
+            timeouts=settings.tool_timeouts,
+        )
         quick = Researcher(model, toolbox, compressor, limits(settings))
         deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
         engine = ByDepth(quick=quick, deep=deep)
-        runs = RunManager(store, engine, max_concurrent=settings.max_concurrent_runs)
+        quota = Quota(store, quota_limits(settings))
+        runs = RunManager(store, engine, max_concurrent=settings.max_concurrent_runs, quota=quota)
         stack.push_async_callback(runs.shutdown)
         yield Services(settings=settings, store=store, runs=runs)

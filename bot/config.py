@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr, field_validator
@@ -15,6 +15,8 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from bot.errors import ConfigError
 
 
 class Price(BaseModel):
@@ -35,7 +37,13 @@ DEFAULT_PRICES: dict[str, Price] = {
     "claude-opus-5-5": Price(input=4.0, output=20.0, cache_write=5.0, cache_read=0.20),
     "claude-sonnet-4-6": Price(input=3.0, output=15.0, cache_write=3.75, cache_read=0.30),
     "claude-haiku-4-5": Price(input=1.0, output=5.0, cache_write=1.25, cache_read=0.10),
+    # OpenAI charges nothing extra to write its automatic prompt cache: a write is plain input.
+    "gpt-4.1": Price(input=2.0, output=8.0, cache_write=2.0, cache_read=0.50),
+    "gpt-4.1-mini": Price(input=0.40, output=1.60, cache_write=0.40, cache_read=0.10),
+    "gpt-4.1-nano": Price(input=0.10, output=0.40, cache_write=0.10, cache_read=0.025),
 }
+ProviderName = Literal["anthropic", "openai"]
+PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai")
 
 
 def _default_db() -> Path:
@@ -60,9 +68,35 @@ class Settings(BaseSettings):
     )
     """USD per million tokens by model id; JSON in the environment, merged over the defaults."""
 
+    openai_api_key: SecretStr | None = Field(default=None, alias="OPENAI_API_KEY")
+    """Key for an OpenAI-compatible API (OpenAI, Azure, OpenRouter …); a local server needs none."""
+    openai_base_url: str | None = Field(default=None, alias="OPENAI_BASE_URL")
+    """An OpenAI-compatible server's `/v1` address (default OpenAI's), e.g. Ollama's
+    `http://localhost:11434/v1`: with it alone the bot runs on a local model, no key at all."""
+    openai_model: str = Field(default="gpt-4.1-mini", alias="RESEARCH_BOT_OPENAI_MODEL")
+    """The research model on the OpenAI-compatible provider (a local server: the model's name)."""
+    openai_fast_model: str | None = Field(default=None, alias="RESEARCH_BOT_OPENAI_FAST_MODEL")
+    """Its cheap model for compression and checks; unset: the research model."""
+    providers: Annotated[list[ProviderName], NoDecode] = Field(
+        default_factory=list, alias="RESEARCH_BOT_PROVIDERS"
+    )
+    """Model providers in the order they are tried, comma-separated: the first serves every
+    call, the next one a call the first failed after its retries (overloaded, down). Unset:
+    `anthropic,openai`, each only when configured."""
+
     tavily_api_key: SecretStr | None = Field(default=None, alias="TAVILY_API_KEY")
     """Tavily search; without it the key-less search provider is used."""
     tavily_base_url: str | None = Field(default=None, alias="TAVILY_BASE_URL")
+    brave_api_key: SecretStr | None = Field(default=None, alias="BRAVE_API_KEY")
+    """Brave Search, tried when Tavily fails (or has no key), before the key-less provider."""
+    brave_api_url: str | None = Field(default=None, alias="BRAVE_API_URL")
+    """Brave's API base (default `https://api.search.brave.com/res/v1`)."""
+    arxiv_api_url: str | None = Field(default=None, alias="ARXIV_API_URL")
+    """arXiv's API base for `arxiv_search` (default `https://export.arxiv.org/api`)."""
+    github_token: SecretStr | None = Field(default=None, alias="GITHUB_TOKEN")
+    """Optional: GitHub's rate limits for `github_search` and READMEs are far higher with one."""
+    github_api_url: str | None = Field(default=None, alias="GITHUB_API_URL")
+    """GitHub's REST API base (default `https://api.github.com`; GitHub Enterprise: `…/api/v3`)."""
 
     db_path: Path = Field(default_factory=_default_db, alias="RESEARCH_BOT_DB")
     """The SQLite file that keeps every run."""
@@ -70,6 +104,9 @@ class Settings(BaseSettings):
         default=15, ge=0, le=600, alias="RESEARCH_BOT_DB_BUSY_TIMEOUT_S"
     )
     """How long a write waits for another process holding the database before giving up."""
+    export_fonts: Path | None = Field(default=None, alias="RESEARCH_BOT_EXPORT_FONTS")
+    """A folder of extra fonts (.ttf, .otf, .ttc) for PDF export, tried after the system's: for
+    a script no installed font covers (a CJK font on a machine where you cannot install one)."""
 
     max_turns: int = Field(default=12, ge=1, le=100, alias="RESEARCH_BOT_MAX_TURNS")
     """Model turns with tools before the run is asked to write up."""
@@ -85,6 +122,10 @@ class Settings(BaseSettings):
     """Output budget per turn (the report is one turn)."""
     tool_timeout_s: float = Field(default=30, gt=0, alias="RESEARCH_BOT_TOOL_TIMEOUT_S")
     """Each tool call's own timeout."""
+    tool_timeouts: Annotated[dict[str, Annotated[float, Field(gt=0)]], NoDecode] = Field(
+        default_factory=dict, alias="RESEARCH_BOT_TOOL_TIMEOUTS"
+    )
+    """Per-tool timeouts over `tool_timeout_s`, JSON by tool name: `{"arxiv_search": 45}`."""
     compress_threshold_tokens: int = Field(
         default=3_000, ge=100, alias="RESEARCH_BOT_COMPRESS_THRESHOLD_TOKENS"
     )
@@ -102,6 +143,19 @@ class Settings(BaseSettings):
         default=1_800, gt=0, le=86_400, alias="RESEARCH_BOT_DEEP_DEADLINE_S"
     )
     """Wall-clock seconds for a whole deep run: plan, researchers, draft and final report."""
+
+    max_run_cost_usd: float | None = Field(default=2.0, gt=0, alias="RESEARCH_BOT_MAX_RUN_COST_USD")
+    """A run whose spend reaches this writes up from what it has (`budget_synthesized`); a deep
+    run counts every researcher. Empty: no limit. A run with an unpriced model is not held to it."""
+    daily_budget_usd: float | None = Field(
+        default=None, gt=0, alias="RESEARCH_BOT_DAILY_BUDGET_USD"
+    )
+    """Spend per workspace (Slack team, Discord guild, the terminal) per UTC day: once the runs
+    started today reach it, new runs are refused until midnight UTC. Unset: no budget."""
+    user_runs_per_hour: int = Field(
+        default=10, ge=0, le=10_000, alias="RESEARCH_BOT_USER_RUNS_PER_HOUR"
+    )
+    """Runs one person (in Slack or Discord) may start in any hour; 0: no limit."""
 
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, alias="RESEARCH_BOT_FETCH_ALLOW_HOSTS"
@@ -142,8 +196,16 @@ class Settings(BaseSettings):
     @field_validator(
         "anthropic_api_key",
         "anthropic_base_url",
+        "openai_api_key",
+        "openai_base_url",
+        "openai_fast_model",
         "tavily_api_key",
         "tavily_base_url",
+        "brave_api_key",
+        "brave_api_url",
+        "arxiv_api_url",
+        "github_token",
+        "github_api_url",
         "slack_bot_token",
         "slack_app_token",
         "slack_signing_secret",
@@ -157,14 +219,20 @@ class Settings(BaseSettings):
         """`KEY=` in a .env file or a compose file means not set, not an empty key."""
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("fetch_allow_hosts", mode="before")
+    @field_validator("max_run_cost_usd", "daily_budget_usd", mode="before")
+    @classmethod
+    def _empty_is_no_limit(cls, value: Any) -> Any:
+        """`RESEARCH_BOT_MAX_RUN_COST_USD=` (empty) turns the limit off."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("fetch_allow_hosts", "providers", mode="before")
     @classmethod
     def _csv(cls, value: Any) -> Any:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("prices", mode="before")
+    @field_validator("prices", "tool_timeouts", mode="before")
     @classmethod
     def _json(cls, value: Any) -> Any:
         """JSON text, as the environment gives it (also through `from_mapping`)."""
@@ -189,8 +257,36 @@ class Settings(BaseSettings):
         return self.prices.get(model)
 
     def unpriced_models(self) -> list[str]:
-        """Configured models with no price: their runs show "cost unknown", never $0."""
-        return [m for m in dict.fromkeys((self.model, self.fast_model)) if m not in self.prices]
+        """Models of the configured providers with no price: their runs show "cost unknown",
+        never $0."""
+        models = {
+            "anthropic": (self.model, self.fast_model),
+            "openai": (self.openai_model, self.openai_fast()),
+        }
+        used = [m for name in self.provider_order() for m in models[name]]
+        return [m for m in dict.fromkeys(used) if m not in self.prices]
+
+    def openai_fast(self) -> str:
+        return self.openai_fast_model or self.openai_model
+
+    def provider_order(self) -> list[ProviderName]:
+        """The providers to try, in order; empty when none is configured. A provider that
+        RESEARCH_BOT_PROVIDERS names but that is not configured is a ConfigError."""
+        configured = {
+            "anthropic": self.anthropic_api_key is not None,
+            "openai": self.openai_api_key is not None or self.openai_base_url is not None,
+        }
+        if not self.providers:
+            return [name for name in PROVIDERS if configured[name]]
+        order = list(dict.fromkeys(self.providers))
+        setting = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY or OPENAI_BASE_URL"}
+        for name in order:
+            if not configured[name]:
+                raise ConfigError(
+                    f"RESEARCH_BOT_PROVIDERS names {name}, which is not configured: "
+                    f"set {setting[name]}."
+                )
+        return order
 
 
 class _MappingOnly(Settings):

@@ -6,12 +6,15 @@
     ├── NotFoundError             a run id unknown in this workspace
     ├── StoreError                the SQLite file cannot be used (locked, read-only, full, foreign)
     ├── ModelError                the model API failed after the SDK's own retries
+    │   │                         (`provider_fault`: another provider may take the call)
     │   └── ContextOverflow       the conversation no longer fits the model's window
     └── ToolError                 an expected tool failure: becomes an is_error tool_result
         └── FetchRefused          the fetch guard said no (private address, bad scheme, size …)
 
-The SDK's typed errors are translated into ModelError in bot/agent/models.py, the one module
-that imports `anthropic`; the loop turns them into the `llm_error` ending.
+The SDKs' typed errors are translated into ModelError in bot/agent/models.py (the one module
+that imports `anthropic`) and bot/agent/openai_model.py (the one that imports `openai`); the
+provider chain (bot/agent/fallback.py) passes a provider's fault on to the next provider, and
+the loop turns what is left into the `llm_error` ending.
 """
 
 
@@ -37,6 +40,13 @@ class StoreError(BotError):
 
 class ModelError(BotError):
     """The model could not answer; the message says why and what to do."""
+
+    def __init__(self, message: str, *, provider_fault: bool = False) -> None:
+        super().__init__(message)
+        self.provider_fault = provider_fault
+        """The provider failed (overloaded, 5xx, rate-limited, unreachable, a reply cut off), not
+        the request: another provider may answer the same call. False for what is ours to fix
+        (a rejected key, an invalid request, a conversation too long)."""
 
 
 class ContextOverflow(ModelError):

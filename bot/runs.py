@@ -1,7 +1,8 @@
 """The runs service: start, summarize and cancel runs; queue them under a limit; persist; recover.
 
-Every front end (terminal, Slack, Discord) calls this and nothing else to run research. It owns
-every way a run can end: whatever fails inside a run becomes a stored ending that its front end
+Every front end (terminal, Slack, Discord) calls this and nothing else to run research, so the
+daily budget and the hourly limit per person are checked here, once. It owns every way a run
+can end: whatever fails inside a run becomes a stored ending that its front end
 hears about; events are stored before anyone hears them; a run's outcome is recorded as
 delivered only once its front end took it, and delivered again at the next start otherwise.
 """
@@ -24,6 +25,7 @@ from bot.mailbox import Mailbox, RunListener
 from bot.outcome import Outcome, stored_outcome
 from bot.owner import new_owner, owner_gone, owner_pid
 from bot.queue import RunQueue
+from bot.quota import Quota
 from bot.store import Store
 
 __all__ = ["Engine", "Outcome", "RunListener", "RunManager"]
@@ -67,10 +69,18 @@ class RunManager:
     """Owns every run of this process."""
 
     def __init__(
-        self, store: Store, engine: Engine, *, max_concurrent: int = 4, lease_s: float = 60.0
+        self,
+        store: Store,
+        engine: Engine,
+        *,
+        max_concurrent: int = 4,
+        lease_s: float = 60.0,
+        quota: Quota | None = None,
     ) -> None:
         self._store = store
         self._engine = engine
+        self._quota = quota
+        self._admitting = asyncio.Lock()
         self._queue = RunQueue(max_concurrent)
         self._active: dict[str, _Active] = {}
         self.owner = new_owner()
@@ -78,8 +88,15 @@ class RunManager:
         self._heartbeat: asyncio.Task[None] | None = None
 
     async def submit(self, request: Request, listener: RunListener) -> RunRecord:
-        """Store the run and schedule it; returns at once with its record (status queued)."""
-        record = await self._store.create_run(request, owner=self.owner, lease_until=self._lease())
+        """Store the run and schedule it; returns at once with its record (status queued).
+        Raises `QuotaError` (storing nothing) when the budget or the hourly limit refuses it."""
+        # One at a time, so two requests at once cannot both take the last place.
+        async with self._admitting:
+            if self._quota is not None:
+                await self._quota.check(request.origin)
+            record = await self._store.create_run(
+                request, owner=self.owner, lease_until=self._lease()
+            )
         self._start(record, listener, request, resume=False)
         return record
 

@@ -1,5 +1,6 @@
 """SQLite storage: schema and migrations, runs (with their owner's lease and delivery), the
-append-only event log, reports, and dedupe keys. All SQL lives here; `bot/db.py` runs it."""
+append-only event log, reports, dedupe keys, and spend and run counts for the cost controls.
+All SQL lives here; `bot/db.py` runs it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bot.agent.support import Claim, Support, Verdict
 from bot.db import Database
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import NotFoundError
+from bot.usage import UsageRow
 
 Clock = Callable[[], datetime]
 
@@ -119,6 +121,13 @@ _FINISH_RUN = """
     UPDATE runs SET status = ?, termination_reason = ?, error = ?, finished_at = ?,
         owner = NULL, lease_until = NULL
     WHERE run_id = ?
+"""
+_USAGE = """
+    SELECT platform, workspace, substr(created_at, 1, 10) AS day, user_id AS user,
+        MAX(user_name) AS user_name, COUNT(*) AS runs, SUM(cost_usd) AS cost_usd,
+        SUM(cost_known = 0) AS unpriced
+    FROM runs WHERE created_at >= ?{where}
+    GROUP BY platform, workspace, day, user_id ORDER BY platform, workspace, day, user_id
 """
 _CLAIM_RUN = """
     UPDATE runs SET owner = ?, lease_until = ? WHERE run_id = ? AND owner IS ? AND status IN (?, ?, ?)
@@ -343,6 +352,36 @@ class Store:
         marks = ", ".join("?" * len(statuses))
         sql = f"{_SELECT_RUNS} WHERE status IN ({marks}) ORDER BY created_at, rowid"
         return [_record(row) for row in await self._db.read(sql, [s.value for s in statuses])]
+
+    async def spent_since(self, platform: str, workspace: str, since: datetime) -> float:
+        """What the runs started in a workspace since `since` have cost so far (runs in progress
+        included; of a run with an unpriced model, its priced calls)."""
+        sql = (
+            "SELECT COALESCE(SUM(cost_usd), 0) AS spent FROM runs "
+            "WHERE platform = ? AND workspace = ? AND created_at >= ?"
+        )
+        rows = await self._db.read(sql, (platform, workspace, _iso(since)))
+        return float(rows[0]["spent"])
+
+    async def started_after(
+        self, platform: str, workspace: str, user: str, after: datetime
+    ) -> list[datetime]:
+        """When one person's runs in a workspace created after `after` were, oldest first."""
+        sql = (
+            "SELECT created_at FROM runs WHERE platform = ? AND workspace = ? AND user_id = ? "
+            "AND created_at > ? ORDER BY created_at"
+        )
+        rows = await self._db.read(sql, (platform, workspace, user, _iso(after)))
+        return [datetime.fromisoformat(row["created_at"]) for row in rows]
+
+    async def usage(
+        self, *, since: datetime, platform: str | None = None, workspace: str | None = None
+    ) -> list[UsageRow]:
+        """Runs and spend per workspace, UTC day and person since `since` (every workspace
+        unless one is named)."""
+        where, params = _scope(platform, workspace)
+        rows = await self._db.read(_USAGE.format(where=where), (_iso(since), *params))
+        return [UsageRow.model_validate(dict(zip(row.keys(), row, strict=True))) for row in rows]
 
     async def events(self, run_id: str) -> list[Event]:
         sql = "SELECT payload FROM events WHERE run_id = ? ORDER BY seq"

@@ -114,7 +114,11 @@ async def research(
 ) -> Finish:
     view = StatusView(run_id="", topic=request.topic, mode=request.mode.value, requester="you")
     listener = ReportFile(console, view, output)
-    record = await services.runs.submit(request, listener)
+    try:
+        record = await services.runs.submit(request, listener)
+    except RequestError:  # refused (the daily budget): nothing was stored, nothing runs
+        listener.close()
+        raise
     console.print(f"Run {record.run_id}: researching {request.topic!r}", markup=False)
     return await follow(services, console, record, listener)
 

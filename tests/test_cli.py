@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import re
 import signal
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from bot.agent.events import Usage, UsageRecorded
+from bot.domain import Origin, Request
+from bot.store import Store
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.discord_api import FakeDiscord
@@ -285,3 +289,74 @@ async def test_without_language_the_topic_decides(cli: Cli, anthropic_api: FakeA
     markdown = Path(out.strip()).read_text()
     assert "*Исследование компании · " in markdown
     assert "## Кратко\n\n- Поисковая компания." in markdown
+
+
+async def _seed(db: Path, runs: list[tuple[int, Origin, float | None]]) -> None:
+    """Stored runs: (days ago, where and who, cost; None: a model without a price took part)."""
+    now = datetime.now(UTC)
+    for days_ago, origin, cost in runs:
+        async with Store.connect(db, clock=lambda d=days_ago: now - timedelta(days=d)) as store:
+            run = await store.create_run(Request(topic="Acme", origin=origin))
+            used = Usage(input_tokens=10, cost_usd=cost)
+            await store.append_event(run.run_id, UsageRecorded(turn=1, model="m", usage=used))
+
+
+async def test_usage_shows_spend_per_day_and_per_person_for_each_workspace(cli: Cli) -> None:
+    alice = Origin(platform="slack", workspace="T1", channel="C1", user="U1", user_name="alice")
+    bob = Origin(platform="slack", workspace="T1", channel="C1", user="U2", user_name="bob")
+    await _seed(
+        Path(cli.env["RESEARCH_BOT_DB"]),
+        [(0, Origin(), 0.5), (0, alice, 0.25), (1, alice, None), (1, bob, 1.0), (9, bob, 7.0)],
+    )
+    today = datetime.now(UTC).date()
+    yesterday = today - timedelta(days=1)
+
+    code, out, err = await cli.run("usage", "--days", "2", "--json")
+
+    assert code == 0, err
+    slack, terminal = json.loads(out)
+    assert (terminal["platform"], terminal["total"]["cost_usd"]) == ("terminal", 0.5)
+    assert terminal["by_person"][0]["name"] == "terminal"
+    assert (slack["workspace"], slack["since"], slack["days"]) == ("T1", str(yesterday), 2)
+    assert (slack["total"]["runs"], slack["total"]["cost_usd"], slack["total"]["unpriced"]) == (
+        3,
+        1.25,
+        1,
+    )
+    days = [(d["key"], d["runs"], d["cost_usd"]) for d in slack["by_day"]]
+    assert days == [(str(today), 1, 0.25), (str(yesterday), 2, 1.0)]
+    people = [(p["name"], p["runs"], p["cost_usd"], p["unpriced"]) for p in slack["by_person"]]
+    assert people == [("bob", 1, 1.0, 0), ("alice", 2, 0.25, 1)]
+
+    code, out, _ = await cli.run("usage", "--days", "1")
+    assert code == 0
+    assert out.splitlines() == [
+        "slack T1:",
+        f"  Total for the last 1 day (UTC, since {today}): $0.25 · 1 run",
+        "  By day:",
+        f"  • {today} · $0.25 · 1 run",
+        "  By person:",
+        "  • alice · $0.25 · 1 run",
+        "terminal:",
+        f"  Total for the last 1 day (UTC, since {today}): $0.50 · 1 run",
+        "  By day:",
+        f"  • {today} · $0.50 · 1 run",
+        "  By person:",
+        "  • terminal · $0.50 · 1 run",
+    ]
+
+
+async def test_a_spent_daily_budget_refuses_a_terminal_run_with_when_it_resets(
+    cli: Cli, anthropic_api: FakeAnthropic
+) -> None:
+    await _seed(Path(cli.env["RESEARCH_BOT_DB"]), [(0, Origin(), 1.0)])
+    cli.env["RESEARCH_BOT_DAILY_BUDGET_USD"] = "1"
+
+    code, _, err = await cli.run("research", "Acme Robotics")
+
+    assert code == 75
+    assert "Today's research budget here ($1.00) is spent: $1.00 so far." in err
+    assert "It resets at midnight UTC (in " in err and "Traceback" not in err
+    assert anthropic_api.requests == []
+    code, out, _ = await cli.run("history", "--json")
+    assert len(json.loads(out)) == 1

@@ -98,7 +98,7 @@ class ChatProgress:
         await self._stop_edits()
         has_report = outcome.markdown is not None and outcome.filename is not None
         view = self.view
-        view.finished, view.action = True, ""
+        view.finished, view.action, view.has_report = True, "", has_report
         for row in view.researchers:
             row.action = ""
         view.state = ending_label(outcome.ending, has_report=outcome.report is not None)

@@ -40,6 +40,7 @@ ENDING_LABELS = {
     "interrupted_synthesized": "Done (recovered after a restart)",
     "context_full_synthesized": "Done (the conversation outgrew the model, written up)",
     "error_synthesized": "Done (something failed; written up from what was found)",
+    "budget_synthesized": "Done (cost limit reached, written up)",
     "cancelled": "Cancelled",
     "refused": "Declined by the model",
     "llm_error": "Failed: the model could not be reached",
@@ -73,6 +74,7 @@ RESEARCHER_ENDINGS = {
     "max_turns": "turn limit reached",
     "deadline": "time limit reached",
     "forced": "summarized on request",
+    "budget": "cost limit reached",
     "error": "failed",
     "cancelled": "cancelled",
 }
@@ -109,6 +111,8 @@ class StatusView(BaseModel):
     """None: a model without a known price took part (shown as `cost unknown`)."""
     finished: bool = False
     """When true the buttons are gone."""
+    has_report: bool = False
+    """Finished with a stored report: the message offers it as a file in each format."""
     researchers: list[ResearcherRow] = Field(default_factory=list)
     """A deep run's researchers in the order they started; empty for a quick run."""
 

@@ -1,4 +1,4 @@
-"""The `/research` command language both chat platforms share: parsing, usage and history text."""
+"""The `/research` command language both chat platforms share: parsing, help and history text."""
 
 from __future__ import annotations
 
@@ -9,7 +9,11 @@ from pydantic import BaseModel
 from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Depth, Mode, RunRecord, validate_topic
 from bot.errors import RequestError
+from bot.export import Format
 
+USAGE_DAYS = 7
+"""The period `/research usage` covers unless told."""
+MAX_USAGE_DAYS = 366
 USAGE = (
     "Usage:\n"
     "• `/research <company>`: research a company, e.g. `/research Acme Robotics`\n"
@@ -19,7 +23,10 @@ USAGE = (
     "researchers in parallel, one report\n"
     "• `/research deep contracts <filters>`: the same for public tenders\n"
     "• `/research history`: this workspace's recent runs\n"
+    "• `/research usage [days]`: what this workspace spent, per day and per person "
+    f"(the last {USAGE_DAYS} days unless you say)\n"
     "• `/research show <run id>`: post a past report here\n"
+    "• `/research export <run id> md|html|pdf|docx`: a past report as a file here\n"
     "• `/research help`: this message\n"
     f"Topics are at most {MAX_TOPIC_CHARS} characters."
 )
@@ -27,16 +34,25 @@ USAGE = (
 DISCORD_USAGE = (
     "Usage: `/research company name:<company>`, `/research contracts filters:<filters>` "
     "(either with `depth:deep` for slower, more thorough research), `/research history`, "
-    f"`/research show run:<id>`. Topics are at most {MAX_TOPIC_CHARS} characters."
+    "`/research usage [days:<n>]`, "
+    "`/research show run:<id>`, `/research export run:<id> format:<format>`. "
+    f"Topics are at most {MAX_TOPIC_CHARS} characters."
+)
+EXPORT_USAGE = (
+    "Which run, in which format? `/research export <run id> md|html|pdf|docx` "
+    "(see `/research history`)."
 )
 
 
 class Command(BaseModel):
-    kind: Literal["research", "history", "show", "help"]
+    kind: Literal["research", "history", "usage", "show", "export", "help"]
     topic: str = ""
     mode: Mode = Mode.COMPANY
     depth: Depth = Depth.QUICK
     run_id: str = ""
+    days: int = USAGE_DAYS
+    fmt: Format = Format.MD
+    """The file an `export` asks for."""
 
 
 def parse_command(text: str) -> Command:
@@ -49,8 +65,15 @@ def parse_command(text: str) -> Command:
         return Command(kind="help")
     if head == "history" and not rest:
         return Command(kind="history")
+    if head == "usage" and (not rest or rest.isdigit()):
+        return usage_command(int(rest) if rest else USAGE_DAYS)
     if head == "show":
         return show_command(rest)
+    if head == "export":
+        words = rest.split()
+        if len(words) != 2:
+            raise RequestError(EXPORT_USAGE)
+        return export_command(*words)
     if head == "deep":
         return deep_command(rest)
     if head == "contracts":
@@ -81,10 +104,30 @@ def research_command(
 
 
 def show_command(run_id: str) -> Command:
-    run_id = run_id.strip().strip("`").lower()
-    if not run_id or len(run_id) > 40 or not run_id.isalnum():
+    run_id = _run_id(run_id)
+    if not run_id:
         raise RequestError("Which run? `/research show <run id>` (see `/research history`).")
     return Command(kind="show", run_id=run_id)
+
+
+def export_command(run_id: str, fmt: str) -> Command:
+    """`export <run id> <format>`; the format as its file extension (`pdf`, `.PDF`)."""
+    run_id, fmt = _run_id(run_id), fmt.strip().strip("`").removeprefix(".").lower()
+    if not run_id or fmt not in {f.value for f in Format}:
+        raise RequestError(EXPORT_USAGE)
+    return Command(kind="export", run_id=run_id, fmt=Format(fmt))
+
+
+def _run_id(text: str) -> str:
+    """A run id as typed (`AbC123`, in backticks or not), or "" when it cannot be one."""
+    run_id = text.strip().strip("`").lower()
+    return run_id if run_id and len(run_id) <= 40 and run_id.isalnum() else ""
+
+
+def usage_command(days: int) -> Command:
+    if not 1 <= days <= MAX_USAGE_DAYS:
+        raise RequestError(f"`/research usage <days>`: from 1 to {MAX_USAGE_DAYS} days.")
+    return Command(kind="usage", days=days)
 
 
 def history_lines(runs: list[RunRecord]) -> list[str]:

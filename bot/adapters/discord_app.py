@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import discord
@@ -16,17 +17,25 @@ from aiolimiter import AsyncLimiter
 from discord import app_commands
 
 from bot.adapters.base import ChatProgress
-from bot.adapters.chat import FILE_REFUSED, StatusView, split_text
-from bot.adapters.commands import DISCORD_USAGE, history_lines, research_command, show_command
-from bot.adapters.discord_sink import CommandFollow, DiscordSink, send_report, send_text
+from bot.adapters.chat import FILE_REFUSED, StatusView
+from bot.adapters.commands import (
+    DISCORD_USAGE,
+    history_lines,
+    research_command,
+    show_command,
+    usage_command,
+)
+from bot.adapters.discord_export import DiscordExports
+from bot.adapters.discord_sink import CommandFollow, DiscordSink, send_report, send_text, tell
 from bot.adapters.discord_views import (
-    MESSAGE_LIMIT,
     Action,
+    ExportSelect,
     RunButton,
     reaction_emoji,
     research_group,
     safe_text,
 )
+from bot.adapters.exports import Exporter
 from bot.agent.i18n import language_for
 from bot.agent.report import report_filename
 from bot.config import Settings
@@ -34,6 +43,7 @@ from bot.domain import Depth, Mode, Origin, Request, RunRecord
 from bot.errors import ConfigError, NotFoundError, RequestError
 from bot.runs import RunListener, RunManager
 from bot.store import Store
+from bot.usage import one_workspace, period_start, usage_lines
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +89,9 @@ def _point_at_api(settings: Settings) -> None:
 class ResearchClient(discord.AutoShardedClient):
     """The bot. Auto-sharded so that it asks `GET /gateway/bot` for its gateway and shard count."""
 
-    def __init__(self, runs: RunManager, store: Store, *, emoji: str) -> None:
+    def __init__(
+        self, runs: RunManager, store: Store, *, emoji: str, font_dir: Path | None = None
+    ) -> None:
         intents = discord.Intents.none()
         intents.guilds = True
         intents.guild_reactions = True
@@ -88,13 +100,15 @@ class ResearchClient(discord.AutoShardedClient):
         self.store = store
         self.emoji = emoji
         self.sink = DiscordSink(self, store)
+        exporter = Exporter(store, platform=PLATFORM, place="server", font_dir=font_dir)
+        self._exports = DiscordExports(self, exporter)
         self.tree = app_commands.CommandTree(self)
         self.tree.add_command(research_group())
         self.tree.error(self._on_command_error)
         self._limiters: dict[str, AsyncLimiter] = {}
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(RunButton)
+        self.add_dynamic_items(RunButton, ExportSelect)
 
     def progress(self, run: RunRecord) -> ChatProgress:
         """The renderer of one run; edits share a budget per guild (Discord limits edits per
@@ -116,11 +130,11 @@ class ResearchClient(discord.AutoShardedClient):
         try:
             command = research_command(text, mode, depth, usage=DISCORD_USAGE)
         except RequestError as error:
-            await _tell(interaction, str(error))
+            await tell(interaction, str(error))
             return
         channel = interaction.channel
         if not isinstance(channel, discord.TextChannel):
-            await _tell(
+            await tell(
                 interaction, "Start research from a text channel: each run gets a thread there."
             )
             return
@@ -140,7 +154,11 @@ class ResearchClient(discord.AutoShardedClient):
             depth=command.depth,
             language=language_for(interaction.locale.value, command.topic),
         )
-        record = await self.runs.submit(request, follow)
+        try:
+            record = await self.runs.submit(request, follow)
+        except RequestError as error:  # a daily budget or hourly limit said no
+            await tell(interaction, str(error))
+            return
         await self._report_start(interaction, record, follow)
 
     async def _report_start(
@@ -150,25 +168,40 @@ class ResearchClient(discord.AutoShardedClient):
         try:
             error = await asyncio.wait_for(asyncio.shield(follow.posted), POST_TIMEOUT_S)
         except TimeoutError:
-            await _tell(interaction, f"Run `{run_id}` is starting; its thread will appear here.")
+            await tell(interaction, f"Run `{run_id}` is starting; its thread will appear here.")
             return
         if error is not None:
             log.warning(
                 "run %s: could not post in channel %s: %s", run_id, record.origin.channel, error
             )
             self.runs.cancel(run_id)
-            await _tell(interaction, NO_POST.format(error=error))
+            await tell(interaction, NO_POST.format(error=error))
             return
         thread = self.sink.thread_of(run_id)
         where = f"<#{thread}>" if thread else "its thread"
-        await _tell(interaction, f"Started run `{run_id}`: follow it in {where}.")
+        await tell(interaction, f"Started run `{run_id}`: follow it in {where}.")
 
     async def show_history(self, interaction: discord.Interaction[Any]) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         runs = await self.store.list_runs(
             platform=PLATFORM, workspace=str(interaction.guild_id), limit=HISTORY_LIMIT
         )
-        await _tell(interaction, safe_text("\n".join(history_lines(runs))))
+        await tell(interaction, safe_text("\n".join(history_lines(runs))))
+
+    async def show_usage(self, interaction: discord.Interaction[Any], days: int) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            wanted = usage_command(days)
+        except RequestError as error:
+            await tell(interaction, str(error))
+            return
+        since = period_start(self.store.now(), wanted.days)
+        rows = await self.store.usage(
+            since=since, platform=PLATFORM, workspace=str(interaction.guild_id)
+        )
+        found = one_workspace(rows, since=since.date(), days=wanted.days)
+        lines = usage_lines(found, days=wanted.days)
+        await tell(interaction, safe_text("\n".join(["**Research spend in this server**", *lines])))
 
     async def show_report(self, interaction: discord.Interaction[Any], run_id: str) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
@@ -178,12 +211,12 @@ class ResearchClient(discord.AutoShardedClient):
                 wanted, platform=PLATFORM, workspace=str(interaction.guild_id)
             )
         except (RequestError, NotFoundError) as error:
-            await _tell(interaction, str(error))
+            await tell(interaction, str(error))
             return
         found = await self.store.report(record.run_id)
         channel = interaction.channel
         if found is None or not isinstance(channel, discord.abc.Messageable):
-            await _tell(
+            await tell(
                 interaction, f"Run `{record.run_id}` has no report to show ({record.status.value})."
             )
             return
@@ -199,7 +232,12 @@ class ResearchClient(discord.AutoShardedClient):
             log.warning("run %s: report file refused: %s", record.run_id, error)
             await send_text(channel, f"{text}\n{safe_text(FILE_REFUSED.format(reason=error))}")
             await send_text(channel, safe_text(markdown))
-        await _tell(interaction, f"Posted the report of run `{record.run_id}` here.")
+        await tell(interaction, f"Posted the report of run `{record.run_id}` here.")
+
+    async def export_report(
+        self, interaction: discord.Interaction[Any], run_id: str, fmt: str, *, in_thread: bool
+    ) -> None:
+        await self._exports.export(interaction, run_id, fmt, in_thread=in_thread)
 
     async def on_run_button(
         self, interaction: discord.Interaction[Any], action: Action, run_id: str
@@ -232,7 +270,7 @@ class ResearchClient(discord.AutoShardedClient):
     ) -> None:
         log.error("/research failed", exc_info=error)
         try:
-            await _tell(
+            await tell(
                 interaction, "Something went wrong on my side; it is logged. Try again in a minute."
             )
         except discord.HTTPException:
@@ -246,19 +284,15 @@ def _same_emoji(emoji: discord.PartialEmoji, wanted: str) -> bool:
     return (emoji.name or "").replace("\ufe0f", "") == wanted.replace("\ufe0f", "")
 
 
-async def _tell(interaction: discord.Interaction[Any], text: str) -> None:
-    """An ephemeral answer (already safe text), split under the limit."""
-    for piece in split_text(text, MESSAGE_LIMIT):
-        if interaction.response.is_done():
-            await interaction.followup.send(piece, ephemeral=True)
-        else:
-            await interaction.response.send_message(piece, ephemeral=True)
-
-
 def build_discord_client(settings: Settings, runs: RunManager, store: Store) -> ResearchClient:
     """The client, not yet logged in. Points discord.py at `DISCORD_API_URL` when it is set."""
     _point_at_api(settings)
-    return ResearchClient(runs, store, emoji=reaction_emoji(settings.summarize_emoji))
+    return ResearchClient(
+        runs,
+        store,
+        emoji=reaction_emoji(settings.summarize_emoji),
+        font_dir=settings.export_fonts,
+    )
 
 
 async def serve_discord(settings: Settings, runs: RunManager, store: Store) -> None:

@@ -9,14 +9,20 @@ import io
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import aiohttp
 import discord
 
 from bot.adapters.base import ChatProgress
 from bot.adapters.chat import ChatError, StatusView, split_text
-from bot.adapters.discord_views import MESSAGE_LIMIT, run_buttons, safe_text, status_embed
+from bot.adapters.discord_views import (
+    MESSAGE_LIMIT,
+    export_menu,
+    run_buttons,
+    safe_text,
+    status_embed,
+)
 from bot.agent.events import Event
 from bot.domain import RunRecord
 from bot.errors import RequestError
@@ -72,6 +78,15 @@ async def send_report(
     await channel.send(pieces[-1], file=report, suppress_embeds=True)
 
 
+async def tell(interaction: discord.Interaction[Any], text: str) -> None:
+    """An ephemeral answer (already safe text), split under the limit."""
+    for piece in split_text(text, MESSAGE_LIMIT):
+        if interaction.response.is_done():
+            await interaction.followup.send(piece, ephemeral=True)
+        else:
+            await interaction.response.send_message(piece, ephemeral=True)
+
+
 async def send_text(channel: discord.abc.Messageable, text: str) -> None:
     """`text` (already safe) of any length, as messages under the limit, in order."""
     for piece in split_text(text, MESSAGE_LIMIT):
@@ -122,9 +137,10 @@ class DiscordSink:
         ).get_partial_message(place.thread)
         if view.finished:
             self._forget(run.run_id)
+            menu = export_menu(run.run_id) if view.has_report else None
             with discord_errors():
                 await message.edit(
-                    embed=status_embed(view), view=None, allowed_mentions=NO_MENTIONS
+                    embed=status_embed(view), view=menu, allowed_mentions=NO_MENTIONS
                 )
         else:
             with discord_errors():

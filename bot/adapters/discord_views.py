@@ -2,9 +2,10 @@
 the persistent run buttons and safe text.
 
 The command and the buttons find their handlers on `interaction.client`, so their shapes can be
-synced without a running bot. The buttons are `DynamicItem`s: their custom id carries the action
-and the run id, and the client registers the class at start-up, so a button on a message posted
-before a restart still reaches the new process.
+synced without a running bot. The buttons and the finished run's format select are
+`DynamicItem`s: their custom id carries the action and the run id, and the client registers the
+classes at start-up, so a button on a message posted before a restart still reaches the new
+process.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import discord
 from discord import app_commands
 
 from bot.adapters.chat import ResearcherRow, StatusView, defuse_broadcasts, sources_label
+from bot.adapters.commands import MAX_USAGE_DAYS, USAGE_DAYS
+from bot.adapters.exports import FORMAT_LABELS
 from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Depth, Mode
@@ -111,7 +114,15 @@ class Handlers(Protocol):
 
     async def show_history(self, interaction: discord.Interaction[Any]) -> None: ...
 
+    async def show_usage(self, interaction: discord.Interaction[Any], days: int) -> None: ...
+
     async def show_report(self, interaction: discord.Interaction[Any], run_id: str) -> None: ...
+
+    async def export_report(
+        self, interaction: discord.Interaction[Any], run_id: str, fmt: str, *, in_thread: bool
+    ) -> None:
+        """The report as a file: in the run's thread (`in_thread`), else where it was asked."""
+        ...
 
     async def on_run_button(
         self, interaction: discord.Interaction[Any], action: Action, run_id: str
@@ -128,10 +139,14 @@ def _handlers(interaction: discord.Interaction[Any]) -> Handlers:
 Topic = app_commands.Range[str, 1, MAX_TOPIC_CHARS]
 DEPTHS = [app_commands.Choice(name=depth.value, value=depth.value) for depth in Depth]
 DEPTH_HELP = "quick (default), or deep: slower and more thorough, researchers in parallel"
+FORMATS = [
+    app_commands.Choice(name=f"{label} (.{fmt.value})", value=fmt.value)
+    for fmt, label in FORMAT_LABELS.items()
+]
 
 
 def research_group() -> app_commands.Group:
-    """`/research company|contracts [depth]|history|show`, usable in servers only."""
+    """`/research company|contracts [depth]|history|usage [days]|show|export`, in servers only."""
     group = app_commands.Group(
         name="research",
         description="Research a company or open public contracts",
@@ -164,10 +179,27 @@ def research_group() -> app_commands.Group:
     async def history(interaction: discord.Interaction[Any]) -> None:
         await _handlers(interaction).show_history(interaction)
 
+    @group.command(
+        name="usage", description="What this server spent, per day and per person (only you see it)"
+    )
+    @app_commands.describe(days=f"How many days back, today included (default {USAGE_DAYS})")
+    async def usage(
+        interaction: discord.Interaction[Any],
+        days: app_commands.Range[int, 1, MAX_USAGE_DAYS] = USAGE_DAYS,
+    ) -> None:
+        await _handlers(interaction).show_usage(interaction, days)
+
     @group.command(name="show", description="Post a past run's report in this channel")
     @app_commands.describe(run="The run id, as in /research history")
     async def show(interaction: discord.Interaction[Any], run: str) -> None:
         await _handlers(interaction).show_report(interaction, run)
+
+    @group.command(name="export", description="Post a past run's report here as a file")
+    @app_commands.describe(run="The run id, as in /research history", fmt="The file's format")
+    @app_commands.rename(fmt="format")
+    @app_commands.choices(fmt=FORMATS)
+    async def export(interaction: discord.Interaction[Any], run: str, fmt: str) -> None:
+        await _handlers(interaction).export_report(interaction, run, fmt, in_thread=False)
 
     return group
 
@@ -203,6 +235,47 @@ class RunButton(
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         await _handlers(interaction).on_run_button(interaction, self.action, self.run_id)
+
+
+class ExportSelect(
+    discord.ui.DynamicItem[discord.ui.Select[discord.ui.View]],
+    template=r"rb:export:(?P<run_id>[a-z0-9]{1,40})",
+):
+    """The finished run's format menu: the chosen file is posted in the run's thread."""
+
+    def __init__(self, run_id: str) -> None:
+        options = [
+            discord.SelectOption(label=choice.name, value=choice.value) for choice in FORMATS
+        ]
+        super().__init__(
+            discord.ui.Select(
+                custom_id=f"rb:export:{run_id}",
+                placeholder="Get the report as…",
+                options=options,
+            )
+        )
+        self.run_id = run_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["run_id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        fmt = self.item.values[0] if self.item.values else ""
+        await _handlers(interaction).export_report(interaction, self.run_id, fmt, in_thread=True)
+
+
+def export_menu(run_id: str) -> discord.ui.View:
+    """The select under a finished run's message; `timeout=None` so it never expires."""
+    view = discord.ui.View(timeout=None)
+    view.add_item(ExportSelect(run_id))
+    return view
 
 
 def run_buttons(run_id: str) -> discord.ui.View:

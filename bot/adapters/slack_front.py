@@ -13,8 +13,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.base import ChatProgress
 from bot.adapters.chat import FILE_REFUSED, ChatError, StatusView
 from bot.adapters.commands import USAGE, Command, history_lines, parse_command
+from bot.adapters.exports import Exporter
+from bot.adapters.slack_export import SlackExports
 from bot.adapters.slack_render import (
     ACTION_CANCEL,
+    ACTION_EXPORT,
     ACTION_SUMMARIZE,
     MESSAGE_CHARS,
     clip,
@@ -28,6 +31,7 @@ from bot.adapters.slack_sink import (
     SlackBudget,
     SlackSink,
     make_client,
+    post_ephemeral,
     post_message,
     post_text,
     require_slack_settings,
@@ -41,6 +45,7 @@ from bot.domain import Origin, Request, RunRecord
 from bot.errors import ConfigError, NotFoundError, RequestError
 from bot.runs import RunListener, RunManager
 from bot.store import Store
+from bot.usage import one_workspace, period_start, usage_lines
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +86,10 @@ class SlackFrontEnd:
         """(channel, parent ts) -> run id, for the runs this process can still summarize."""
         self._locales: dict[tuple[str, str], str] = {}
         """(team, user) -> the user's Slack locale (`de-DE`), asked once per user."""
+        exporter = Exporter(
+            store, platform="slack", place="workspace", font_dir=settings.export_fonts
+        )
+        self._exports = SlackExports(self.client, exporter)
         secret = settings.slack_signing_secret
         self.app = AsyncApp(
             client=self.client,
@@ -90,6 +99,7 @@ class SlackFrontEnd:
         self.app.command(COMMAND)(self._on_command)
         self.app.action(ACTION_SUMMARIZE)(self._on_summarize)
         self.app.action(ACTION_CANCEL)(self._on_cancel)
+        self.app.action(ACTION_EXPORT)(self._exports.on_select)
         self.app.event("reaction_added")(self._on_reaction)
 
     def listener_for(self, run: RunRecord) -> RunListener | None:
@@ -190,34 +200,56 @@ class SlackFrontEnd:
                 text=clip(f"*Recent research in this workspace*\n{lines}", MESSAGE_CHARS),
                 response_type="ephemeral",
             )
+        elif parsed.kind == "usage":
+            await self._usage(team, parsed.days, respond)
         elif parsed.kind == "show":
             await self._show(parsed.run_id, command, respond)
+        elif parsed.kind == "export":
+            await self._exports.here(parsed, command, respond)
         else:
-            origin = Origin(
-                platform="slack",
-                workspace=team,
-                channel=command["channel_id"],
-                user=command["user_id"],
-                user_name=command.get("user_name", ""),
-            )
-            progress = self._progress(origin, parsed.topic, parsed.mode.value, respond=respond)
-            locale = await self._locale(team, origin.user)
-            request = Request(
-                topic=parsed.topic,
-                mode=parsed.mode,
-                origin=origin,
-                depth=parsed.depth,
-                language=language_for(locale, parsed.topic),
-            )
+            await self._start(parsed, command, respond)
+
+    async def _start(self, parsed: Command, command: dict[str, Any], respond: AsyncRespond) -> None:
+        team = str(command.get("team_id", ""))
+        origin = Origin(
+            platform="slack",
+            workspace=team,
+            channel=command["channel_id"],
+            user=command["user_id"],
+            user_name=command.get("user_name", ""),
+        )
+        progress = self._progress(origin, parsed.topic, parsed.mode.value, respond=respond)
+        locale = await self._locale(team, origin.user)
+        request = Request(
+            topic=parsed.topic,
+            mode=parsed.mode,
+            origin=origin,
+            depth=parsed.depth,
+            language=language_for(locale, parsed.topic),
+        )
+        try:
             record = await self._runs.submit(request, progress)
-            progress.view.run_id = record.run_id
-            log.info(
-                "slack: run %s started by %s in %s/%s",
-                record.run_id,
-                origin.user,
-                team,
-                origin.channel,
-            )
+        except RequestError as error:  # a daily budget or hourly limit said no
+            await respond(text=escape(str(error)), response_type="ephemeral")
+            return
+        progress.view.run_id = record.run_id
+        log.info(
+            "slack: run %s started by %s in %s/%s",
+            record.run_id,
+            origin.user,
+            team,
+            origin.channel,
+        )
+
+    async def _usage(self, team: str, days: int, respond: AsyncRespond) -> None:
+        since = period_start(self._store.now(), days)
+        rows = await self._store.usage(since=since, platform="slack", workspace=team)
+        found = one_workspace(rows, since=since.date(), days=days)
+        lines = "\n".join(escape(line) for line in usage_lines(found, days=days))
+        await respond(
+            text=clip(f"*Research spend in this workspace*\n{lines}", MESSAGE_CHARS),
+            response_type="ephemeral",
+        )
 
     async def _locale(self, team: str, user: str) -> str | None:
         """The user's locale from `users.info` (cached); None when Slack will not say (an
@@ -312,11 +344,7 @@ class SlackFrontEnd:
         self._runs.summarize(run_id)
 
     async def _ephemeral(self, channel: str, user: str, text: str) -> None:
-        try:
-            with slack_errors():
-                await self.client.chat_postEphemeral(channel=channel, user=user, text=text)
-        except ChatError as error:
-            log.warning("slack: ephemeral to %s failed: %s", user, error)
+        await post_ephemeral(self.client, channel, user, text)
 
 
 def _action_context(body: dict[str, Any]) -> tuple[str, str, str, str]:

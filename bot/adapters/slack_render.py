@@ -6,12 +6,18 @@ import re
 from typing import Any
 
 from bot.adapters.chat import StatusView, defuse_broadcasts, sources_label
+from bot.adapters.commands import Command, export_command
+from bot.adapters.exports import FORMAT_LABELS
 from bot.adapters.links import web_links_only
 from bot.agent.events import format_cost
 from bot.domain import Mode
+from bot.errors import RequestError
+from bot.export import Format
 
 ACTION_SUMMARIZE = "research_summarize"
 ACTION_CANCEL = "research_cancel"
+ACTION_EXPORT = "research_export"
+"""The finished message's format menu; each option's value is `export_value(run id, format)`."""
 
 SECTION_CHARS = 3_000
 """Slack's limit for a section block's text."""
@@ -91,7 +97,8 @@ def status_text(view: StatusView) -> str:
 
 
 def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[str, Any]]:
-    """The parent message: topic and requester, status, and the two buttons while it runs."""
+    """The parent message: topic and requester, status, the two buttons while it runs, and
+    once it has finished with a report, the menu that uploads it as a file into the thread."""
     kind = " (public contracts)" if view.mode == Mode.CONTRACTS.value else ""
     header = f"*Research{kind}:* {escape(view.topic)}\nAsked by {mention(view.requester)}"
     blocks: list[dict[str, Any]] = [
@@ -110,6 +117,10 @@ def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[
                     _button("Cancel", ACTION_CANCEL, run_id, style="danger", confirm=True),
                 ],
             }
+        )
+    if view.finished and view.has_report:
+        blocks.append(
+            {"type": "actions", "block_id": "research_export", "elements": [export_menu(run_id)]}
         )
     blocks.append(
         {
@@ -147,6 +158,35 @@ def _button(
             "deny": {"type": "plain_text", "text": "Keep going"},
         }
     return button
+
+
+def export_menu(run_id: str) -> dict[str, Any]:
+    """A select of the formats: choosing one uploads that file into the run's thread."""
+    return {
+        "type": "static_select",
+        "action_id": ACTION_EXPORT,
+        "placeholder": {"type": "plain_text", "text": "Get the report as…"},
+        "options": [
+            {
+                "text": {"type": "plain_text", "text": f"{label} (.{fmt.value})"},
+                "value": export_value(run_id, fmt),
+            }
+            for fmt, label in FORMAT_LABELS.items()
+        ],
+    }
+
+
+def export_value(run_id: str, fmt: Format) -> str:
+    return f"{run_id} {fmt.value}"
+
+
+def parse_export_value(value: str) -> Command:
+    """An option's value back to its export. Ours, but read as carefully as typed input:
+    raises RequestError when it is not one."""
+    words = value.split()
+    if len(words) != 2:
+        raise RequestError("That is not a format I can export.")
+    return export_command(*words)
 
 
 def message_text(text: str) -> str:

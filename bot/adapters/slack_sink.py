@@ -24,6 +24,7 @@ from bot.adapters.slack_render import escape, message_text, status_blocks, statu
 from bot.config import Settings
 from bot.domain import RunRecord
 from bot.errors import ConfigError
+from bot.export import Exported
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -292,6 +293,39 @@ async def upload_file(
         content=markdown,
         initial_comment=message_text(comment) if comment else None,
     )
+
+
+async def share_file(
+    client: AsyncWebClient, channel: str, file: Exported, note: str, *, thread_ts: str = ""
+) -> None:
+    """A file in a channel, or in a thread of it, with `note` (safe mrkdwn: ours, escaped); joins
+    a public channel once if not in it yet, as `post_message` does."""
+    args: dict[str, Any] = {
+        "channel": channel,
+        "filename": file.filename,
+        "title": file.filename,
+        "file": file.data,
+        "initial_comment": note,
+    }
+    if thread_ts:
+        args["thread_ts"] = thread_ts
+    try:
+        await client.files_upload_v2(**args)
+    except SlackApiError as error:
+        if _code(error) != "not_in_channel":
+            raise
+        await client.conversations_join(channel=channel)
+        await client.files_upload_v2(**args)
+
+
+async def post_ephemeral(client: AsyncWebClient, channel: str, user: str, text: str) -> None:
+    """A message only `user` sees (text already safe); a refusal is logged, not raised: it is
+    the answer to a click, and nobody else would hear of it."""
+    try:
+        with slack_errors():
+            await client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except ChatError as error:
+        log.warning("slack: ephemeral to %s failed: %s", user, error)
 
 
 async def post_text(

@@ -21,6 +21,8 @@ class Limits:
     max_output_tokens: int = 8_000
     context_window_tokens: int = 200_000
     """Older tool results are compacted once a turn's request and reply pass 75% of this."""
+    max_cost_usd: float | None = None
+    """A run whose spend reaches this writes up (`budget`); a deep run counts all its agents."""
 
 
 def model_call(

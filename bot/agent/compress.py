@@ -4,13 +4,13 @@ truncate; and compacting older tool results when the conversation nears the cont
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from bot.agent.events import Notice, Usage
 from bot.agent.fence import fence
+from bot.agent.listing import clip
 from bot.agent.models import ModelCall, ModelPort
 from bot.agent.report import Source
-from bot.agent.search import clip
 from bot.agent.state import RunState
 from bot.errors import ModelError
 
@@ -38,6 +38,17 @@ def estimate_tokens(text: str) -> int:
     return len(text) // CHARS_PER_TOKEN
 
 
+class Compressed(NamedTuple):
+    text: str
+    """For the model: the text itself, its summary, or its truncation."""
+    shortened: bool
+    usage: Usage
+    """Of the summarizing call (none when nothing was summarized)."""
+    model: str
+    """The model that summarized (as the port names it: `openai:gpt-4.1-mini`), else the fast
+    model asked for."""
+
+
 class Compressor:
     """Summarizes text over `threshold_tokens` with the fast model; truncates if that fails."""
 
@@ -53,10 +64,10 @@ class Compressor:
     def model(self) -> str:
         return self._fast_model
 
-    async def compress(self, text: str, *, goal: str, tool: str) -> tuple[str, bool, Usage]:
-        """(text for the model, whether it was shortened, usage of the summarizing call)."""
+    async def compress(self, text: str, *, goal: str, tool: str) -> Compressed:
+        """`text` as it should reach the model, and what shortening it cost."""
         if estimate_tokens(text) <= self._threshold:
-            return text, False, Usage()
+            return Compressed(text, False, Usage(), self._fast_model)
         call = ModelCall(
             system=[{"type": "text", "text": SYSTEM}],
             messages=[
@@ -76,11 +87,12 @@ class Compressor:
             reply = await self._model.complete(call)
         except ModelError as error:
             log.warning("summarizing %s output failed, truncating: %s", tool, error)
-            return text[: self._threshold * CHARS_PER_TOKEN] + TRUNCATED, True, Usage()
-        summary = reply.text
-        if not summary:
-            return text[: self._threshold * CHARS_PER_TOKEN] + TRUNCATED, True, reply.usage
-        return summary, True, reply.usage
+            return Compressed(self._truncated(text), True, Usage(), self._fast_model)
+        summary = reply.text or self._truncated(text)
+        return Compressed(summary, True, reply.usage, reply.model)
+
+    def _truncated(self, text: str) -> str:
+        return text[: self._threshold * CHARS_PER_TOKEN] + TRUNCATED
 
 
 def compact_form(heading: str, cited: list[tuple[int, Source]], body: str) -> str:

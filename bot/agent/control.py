@@ -11,8 +11,12 @@ class Control:
     def __init__(self) -> None:
         self.summarize_requested = asyncio.Event()
         self.cancel_requested = asyncio.Event()
+        self.summarize_reason = "forced"
+        """Why the write-up was asked for: `forced` (a person) or `budget` (the cost limit)."""
 
-    def summarize(self) -> None:
+    def summarize(self, reason: str = "forced") -> None:
+        if not self.summarize_requested.is_set():
+            self.summarize_reason = reason
         self.summarize_requested.set()
 
     def cancel(self) -> None:

@@ -7,7 +7,8 @@ final report is written from the draft, else from the findings, else assembled w
 model: a deep run that found anything always ends with a report keeping every source.
 
 Summarize now stops every researcher (each writes its finding from its evidence) and the
-report is written from the findings so far; Cancel stops everything.
+report is written from the findings so far; so does the run's spend reaching its cost limit
+(`budget`). Cancel stops everything.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from bot.agent.calls import Limits
 from bot.agent.claims import ClaimChecker
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
+from bot.agent.cost import CostLimit
 from bot.agent.deep_final import FinalWriter
 from bot.agent.deep_prompts import (
     draft_prompt,
@@ -105,6 +107,7 @@ class DeepResearch:
         self, run_id: str, request: Request, control: Control, emit: Callable[[Event], None]
     ) -> None:
         session = Session(request, control, emit, time.monotonic() + self._deep.deadline_s)
+        session.budget = CostLimit(self._limits.max_cost_usd, run_id)
         main = self._main(session, run_id)
         main.emit(RunStarted(topic=request.topic, mode=request.mode.value))
         try:

@@ -32,6 +32,9 @@ from bot.agent.writeup import ENDINGS, WriteUp
 NOTHING_FOUND = (
     "No researcher found anything: check the search and model settings, then start again."
 )
+NOTHING_FOUND_IN_BUDGET = (
+    "The run's cost budget was spent before anything was found (RESEARCH_BOT_MAX_RUN_COST_USD)."
+)
 CANCELLED_NOTE = "The run was cancelled; this is what its researchers had found."
 
 
@@ -52,13 +55,11 @@ class FinalWriter:
         `limit`: as many whole findings as fit in that many characters (a fence is never cut)."""
 
         async def shortened(agent: int, finding: Finding) -> None:
-            text, compressed, usage = await self._compressor.compress(
+            text, compressed, usage, served = await self._compressor.compress(
                 finding_text(agent, finding), goal=main.request.topic, tool="finding"
             )
             if compressed:
-                main.record(
-                    UsageRecorded(turn=main.turn, model=self._compressor.model, usage=usage)
-                )
+                main.record(UsageRecorded(turn=main.turn, model=served, usage=usage))
             session.finding_texts[agent] = text
 
         missing = [(a, f) for a, f in session.findings.items() if a not in session.finding_texts]
@@ -79,7 +80,8 @@ class FinalWriter:
             return
         if not main.registry.sources:
             ending = Ending.LLM_ERROR if why in ("completed", "error") else ENDINGS[why][1]
-            self.finish(session, main, ending, NOTHING_FOUND)
+            note = NOTHING_FOUND_IN_BUDGET if why == "budget" else NOTHING_FOUND
+            self.finish(session, main, ending, note)
             return
         request = main.request
         main.turn += 1
@@ -132,11 +134,11 @@ class FinalWriter:
         """The draft whole up to 50k characters; above, its head and a summary of the rest."""
         if draft is None or len(draft) <= WHOLE_DRAFT_CHARS:
             return draft
-        rest, compressed, usage = await self._compressor.compress(
+        rest, compressed, usage, served = await self._compressor.compress(
             draft[DRAFT_HEAD_CHARS:], goal=main.request.topic, tool="draft"
         )
         if compressed:
-            main.record(UsageRecorded(turn=main.turn, model=self._compressor.model, usage=usage))
+            main.record(UsageRecorded(turn=main.turn, model=served, usage=usage))
         return f"{draft[:DRAFT_HEAD_CHARS]}\n\n[The rest of the draft, summarized:]\n{rest}"
 
     def _findings(self, session: Session) -> list[Finding]:

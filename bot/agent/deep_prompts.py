@@ -75,7 +75,9 @@ def researcher_system(mode: Mode, today: date | None = None) -> str:
     return (
         f"You are one of several researchers working in parallel on {mode.value} research. "
         f"Today is {(today or date.today()).isoformat()}. Research only your sub-question, "
-        "with `web_search` and `read_page`; batch independent calls in one turn. Prefer "
+        "with `web_search` and `read_page` (and `arxiv_search`, `github_search` or "
+        "`read_github_readme` where papers or code matter); batch independent calls in one "
+        "turn. Prefer "
         "primary sources. Each search result and page has a number like [3], shared by the "
         "whole team: cite facts with those numbers only. When you have enough (or after a "
         "few turns), call `submit_finding` alone with your finding, in English: a summary "

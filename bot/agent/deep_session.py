@@ -1,5 +1,5 @@
 """A deep run in progress: what its planner, researchers, supervisor and writer share, and how
-Summarize and Cancel reach every researcher."""
+Summarize, Cancel and a spent cost budget reach every researcher."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from bot.agent.control import Control
+from bot.agent.cost import CostLimit
 from bot.agent.deep_schema import Finding
 from bot.agent.events import Event, Notice, TurnStarted, Usage, UsageRecorded
 from bot.agent.state import NOTHING_YET, RunState
@@ -16,7 +17,8 @@ from bot.domain import Request
 
 # The strongest reason a researcher stopped names the run's ending.
 PRECEDENCE = [
-    "completed", "error", "context", "max_turns", "deadline", "interrupted", "forced", "cancelled"
+    "completed", "error", "context", "max_turns", "deadline", "interrupted", "forced", "budget",
+    "cancelled",
 ]  # fmt: skip
 
 
@@ -42,10 +44,13 @@ class Session:
     """Each finding as the supervisor and the writer read it (compressed when long)."""
     endings: list[str] = field(default_factory=list)
     children: list[Control] = field(default_factory=list)
-    forced: bool = False
+    forced: str | None = None
+    """Why every researcher was told to write up: `forced` (Summarize) or `budget`; None: not."""
     agents: int = 0
     turns: int = 0
     usage: Usage = field(default_factory=Usage)
+    budget: CostLimit = field(default_factory=lambda: CostLimit(None))
+    """The whole run's cost limit, over every agent's calls."""
 
     def emit(self, event: Event) -> None:
         """Every event of the run passes here: turns and usage are summed over all agents."""
@@ -53,6 +58,9 @@ class Session:
             self.turns += 1
         elif isinstance(event, UsageRecorded):
             self.usage += event.usage
+            if not self.forced and self.budget.reached(self.usage):
+                self.endings.append("budget")
+                self.write_up_now("budget")
         self.emit_out(event)
 
     def tagged(self, agent: int) -> Callable[[Event], None]:
@@ -87,15 +95,21 @@ class Session:
                 main.emit(Notice(message=NOTHING_YET))
                 self.control.rearm_summarize()
                 continue
-            self.forced = True
-            for child in self.children:
-                child.summarize()
+            self.write_up_now("forced")
             await self.control.cancel_requested.wait()
+
+    def write_up_now(self, reason: str) -> None:
+        """Stop every researcher, now and later ones: each writes its finding from its evidence."""
+        if self.forced:
+            return
+        self.forced = reason
+        for child in self.children:
+            child.summarize(reason)
 
     def child(self) -> Control:
         control = Control()
         if self.forced:
-            control.summarize()
+            control.summarize(self.forced)
         if self.control.cancel_requested.is_set():
             control.cancel()
         self.children.append(control)

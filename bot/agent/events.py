@@ -26,6 +26,9 @@ class Ending(StrEnum):
     INTERRUPTED_SYNTHESIS_FAILED = "interrupted_synthesis_failed"
     CONTEXT_FULL_SYNTHESIZED = "context_full_synthesized"
     CONTEXT_FULL_SYNTHESIS_FAILED = "context_full_synthesis_failed"
+    BUDGET_SYNTHESIZED = "budget_synthesized"
+    """The run's spend reached RESEARCH_BOT_MAX_RUN_COST_USD: written up from what it had."""
+    BUDGET_SYNTHESIS_FAILED = "budget_synthesis_failed"
     ERROR_SYNTHESIZED = "error_synthesized"
     """Something failed mid-run (the model after its retries, a bug); written up from evidence."""
     ERROR_SYNTHESIS_FAILED = "error_synthesis_failed"
@@ -201,7 +204,7 @@ class FindingReady(_Event):
     finding: Finding
     from_evidence: bool = False
     ending: str = "completed"
-    """completed | max_turns | deadline | forced | error | cancelled"""
+    """completed | max_turns | deadline | forced | budget | error | cancelled"""
 
 
 class DraftReady(_Event):

@@ -1,5 +1,6 @@
-"""A page's main text and title from its bytes: decoding, a fast path for text, and
-trafilatura (with its readability/justext cascade only when its own extractor finds little).
+"""A page's main text and title from its bytes: decoding, a fast path for text, trafilatura
+(with its readability/justext cascade only when its own extractor finds little), and pypdf for
+PDFs (bot/agent/pdf.py).
 
 Pure and synchronous: it runs in the extraction workers (bot/agent/extract_pool.py), never on
 the event loop.
@@ -14,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bot.agent.pdf import PDF_TYPE, pdf_text
 from bot.errors import ToolError
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,8 @@ def extract_page(body: Body, max_chars: int) -> Page:
         # Without a declared charset trafilatura reads the bytes and finds the encoding itself.
         html = decode(body.data, body.charset) if body.charset else bytes(body.data)
         text, title = _trafilatura(html, body.url)
+    elif body.media_type == PDF_TYPE:
+        text, title = pdf_text(body.data, body.url, max_chars)
     else:
         text = decode(body.data, body.charset)
     text = text.strip()

@@ -16,6 +16,7 @@ from bot.agent.budget import Allowance, ReadBudget
 from bot.agent.extract import HTML_TYPES, Body, Page, extract_page
 from bot.agent.extract_pool import Extractor
 from bot.agent.netguard import NetGuard, Resolver, Target
+from bot.agent.pdf import PDF_TYPE, is_pdf
 from bot.errors import FetchRefused, ToolError
 
 __all__ = ["USER_AGENT", "FetchLimits", "Page", "PageFetcher"]
@@ -28,11 +29,15 @@ INFLATE_CHUNK = 64 * 1024
 """Most bytes one inflate step makes: a bomb never holds more than the cap plus this."""
 INLINE_TEXT_BYTES = 256 * 1024
 """Plain text, Markdown and JSON up to this size are decoded right here: no worker needed."""
-_TEXT_TYPES = HTML_TYPES | {"text/plain", "text/markdown", "application/json"}
+_INLINE_TYPES = frozenset({"text/plain", "text/markdown", "application/json"})
+_TEXT_TYPES = HTML_TYPES | _INLINE_TYPES
+_PDF_TYPES = frozenset({PDF_TYPE, "application/x-pdf"})
+_UNTYPED = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+"""Content types that say nothing: the body is read, and kept only if it is a PDF."""
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HEADERS = {
     "User-Agent": USER_AGENT,
-    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1",
+    "Accept": "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.1",
     # Only encodings we can inflate with a bound (see _Inflater).
     "Accept-Encoding": "gzip, deflate",
 }
@@ -126,7 +131,7 @@ class PageFetcher:
 
     async def _extract(self, body: Body) -> Page:
         max_chars = self.limits.max_text_chars
-        if body.media_type not in HTML_TYPES and len(body.data) <= INLINE_TEXT_BYTES:
+        if body.media_type in _INLINE_TYPES and len(body.data) <= INLINE_TEXT_BYTES:
             return extract_page(body, max_chars)  # the fast path: decoding only, microseconds
         if self._extractor is None:
             return await asyncio.to_thread(extract_page, body, max_chars)
@@ -180,10 +185,15 @@ class PageFetcher:
         if not 200 <= status < 300:
             raise ToolError(f"HTTP {status} {response.reason_phrase} from {url}")
         media_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if media_type not in _TEXT_TYPES:
-            kind = media_type or "a response without a content type"
-            raise FetchRefused(f"refused: {url} is {kind}, not a text page")
+        kind = media_type or "a response without a content type"
+        if media_type not in _TEXT_TYPES | _PDF_TYPES | _UNTYPED:
+            raise FetchRefused(f"refused: {url} is {kind}, not a text page or a PDF")
         data = await self._read_body(url, response, allowance)
+        # A PDF by its declared type or by its signature (servers often send PDFs untyped).
+        if media_type in _PDF_TYPES or is_pdf(data):
+            media_type = PDF_TYPE
+        elif media_type in _UNTYPED:
+            raise FetchRefused(f"refused: {url} is {kind}, not a text page or a PDF")
         return Body(
             url=str(url),
             # raw_host: `host` would decode IDNA, and raise on a bogus `xn--` label.

@@ -18,16 +18,16 @@ from bot.agent.calls import Limits, model_call
 from bot.agent.claims import ClaimChecker
 from bot.agent.compress import Compressor, compact_if_full
 from bot.agent.control import Control
+from bot.agent.cost import CostLimit
 from bot.agent.events import (
     Event,
-    ModelText,
     Notice,
     RunStarted,
     TurnStarted,
 )
 from bot.agent.guard import FinishGuard
 from bot.agent.models import ModelPort
-from bot.agent.prompts import continue_after_max_tokens, system_prompt, task
+from bot.agent.prompts import system_prompt, task
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.tools import Toolbox
@@ -112,7 +112,11 @@ class Researcher:
             await self._writeup.completed(run, control, text)
 
     async def _turns(self, run: RunState, control: Control) -> str:
+        budget = CostLimit(self._limits.max_cost_usd, run.run_id)
         while run.turn < self._limits.max_turns:
+            # Before each call, so the tools of the last turn (and their evidence) are in.
+            if budget.reached(run.usage):
+                raise Stop("budget")
             compact_if_full(run, self._limits.context_window_tokens)
             run.turn += 1
             run.emit(TurnStarted(turn=run.turn))
@@ -123,20 +127,9 @@ class Researcher:
                 if await self._guard.accepts(run, control, reply):
                     return reply.text
                 continue  # the finish guard sent it back with feedback
-            if reply.stop_reason == "tool_use":
-                run.messages.append({"role": "assistant", "content": reply.content})
-                if reply.text:
-                    run.emit(ModelText(turn=run.turn, text=reply.text))
-                await self._steps.run_tools(run, control, reply.tool_uses)
-            elif reply.stop_reason == "max_tokens":
-                # A cut-off tool_use has partial input: drop it, keep the words, ask to go on.
-                kept = [b for b in reply.content if b.get("type") != "tool_use"]
-                if kept:
-                    run.messages.append({"role": "assistant", "content": kept})
-                run.messages.append({"role": "user", "content": continue_after_max_tokens()})
-            elif reply.stop_reason == "pause_turn":
-                run.messages.append({"role": "assistant", "content": reply.content})
-            elif reply.stop_reason == "refusal":
+            if await self._steps.carry_on(run, control, reply):
+                continue
+            if reply.stop_reason == "refusal":
                 raise Stop("refused", "The model declined to continue this research.")
             elif reply.stop_reason == "model_context_window_exceeded":
                 raise Stop("context")

@@ -43,6 +43,7 @@ class ModelReply(BaseModel):
     stop_reason: str | None
     usage: Usage
     model: str
+    """The model that answered; through the provider chain `provider:model`."""
 
     @property
     def text(self) -> str:
@@ -67,7 +68,8 @@ class ModelCall(BaseModel):
     max_tokens: int
     timeout_s: float
     model: str | None = None
-    """None: the port's default (research) model."""
+    """None: the port's default (research) model. Through the provider chain (`fallback.py`),
+    the primary provider's fast model names the fast role on every provider."""
 
 
 class ModelPort(Protocol):
@@ -143,7 +145,7 @@ class AnthropicModel:
             except _BrokenStream as broken:
                 attempts_left -= broken.attempts
                 if attempts_left <= 0:
-                    raise ModelError(broken.message) from broken.__cause__
+                    raise ModelError(broken.message, provider_fault=True) from broken.__cause__
                 log.warning("model stream broke mid-reply (%s); retrying", broken.__cause__)
             await asyncio.sleep(_backoff(self._retry_delay_s, retry))
             retry += 1
@@ -169,9 +171,10 @@ async def _stream_once(client: AsyncAnthropic, params: dict[str, Any]) -> Messag
             raise _BrokenStream(explain(error), _attempts(stream)) from error
         if _is_prompt_too_long(error):
             raise ContextOverflow(explain(error)) from error
-        raise ModelError(explain(error)) from error
+        raise ModelError(explain(error), provider_fault=_provider_fault(error)) from error
     except anthropic.APIError as error:
-        raise ModelError(explain(error)) from error
+        # Unreachable, timed out, or an answer the SDK could not read: none of it ours to fix.
+        raise ModelError(explain(error), provider_fault=True) from error
     except httpx2.HTTPError as error:
         # Once a stream has started, the SDK lets the HTTP library's own errors through.
         message = (
@@ -180,7 +183,14 @@ async def _stream_once(client: AsyncAnthropic, params: dict[str, Any]) -> Messag
         )
         if stream is not None:
             raise _BrokenStream(message, _attempts(stream)) from error
-        raise ModelError(message) from error
+        raise ModelError(message, provider_fault=True) from error
+
+
+def _provider_fault(error: anthropic.APIStatusError) -> bool:
+    """What the SDK retries (408, 409, 429, 5xx, 529) and an error inside a stream that had
+    started (HTTP 200): the provider's trouble, which another provider may not share."""
+    status = error.status_code
+    return status in (200, 408, 409, 429) or status >= 500
 
 
 def _attempts(stream: AsyncMessageStream) -> int:

@@ -1,4 +1,5 @@
-"""Web search behind one interface: Tavily, the key-less ddgs fallback, and the chain of them."""
+"""Web search behind one interface: Tavily, Brave (bot/agent/brave.py), the key-less ddgs
+fallback, and the chain of them."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from pydantic import BaseModel, Field, ValidationError
 from tavily import AsyncTavilyClient
 from tavily import errors as tavily_errors
 
+from bot.agent.brave import BraveSearch
+from bot.agent.listing import SNIPPET_CHARS, clip
 from bot.agent.report import Source
 from bot.agent.urls import normalize_url
 from bot.config import Settings
@@ -24,8 +27,6 @@ from bot.errors import ConfigError, ToolError
 log = logging.getLogger(__name__)
 
 TAVILY_URL = "https://api.tavily.com"
-SNIPPET_CHARS = 500
-"""Longest snippet kept per result; the page itself is for the fetch tool."""
 TAVILY_MAX_RESULTS = 20
 """Tavily's own upper bound for `max_results`."""
 
@@ -96,18 +97,6 @@ def describe_failure(exc: BaseException) -> str:
     if not label or not detail:
         return clip(label or detail, 160) or type(exc).__name__
     return clip(f"{label}: {detail}", 160)
-
-
-def clip(text: str, limit: int) -> str:
-    """Whitespace collapsed, cut at a word boundary near `limit` characters, with an ellipsis."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[:limit]
-    space = cut.rfind(" ")
-    if space > limit * 0.8:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
 
 
 def dedupe(sources: Iterable[Source]) -> list[Source]:
@@ -209,30 +198,57 @@ class DdgsSearch:
         return DDGS(timeout=self._timeout_s).text(query, max_results=max_results)
 
 
+class SearchAnswer(BaseModel):
+    sources: list[Source]
+    provider: str
+    """The provider that answered."""
+    failed: list[str] = Field(default_factory=list)
+    """The providers tried before it, in chain order."""
+
+
 class SearchChain:
-    """Tries each provider in order; the first that answers (even with nothing) wins."""
+    """Tries each provider in order; the first that answers (even with nothing) wins.
+
+    A provider's failure is logged once, as a warning, until it answers again (then once, as
+    info): a revoked key or a spent quota does not flood the log with one line per search."""
 
     def __init__(self, providers: Sequence[SearchProvider]) -> None:
         if not providers:
             raise ValueError("a search chain needs at least one provider")
         self.providers: tuple[SearchProvider, ...] = tuple(providers)
         self.name = "+".join(provider.name for provider in self.providers)
+        self._failing: dict[str, str] = {}
 
     async def search(self, query: str, max_results: int) -> list[Source]:
         """Up to `max_results` unique sources; `ToolError` naming each failure if none answer."""
+        return (await self.answer(query, max_results)).sources
+
+    async def answer(self, query: str, max_results: int) -> SearchAnswer:
+        """The sources, and which provider gave them after which failed."""
         failures: list[str] = []
+        failed: list[str] = []
         for provider in self.providers:
             try:
                 found = await provider.search(query, max_results)
             except FAILURES as exc:
                 reason = describe_failure(exc)
-                log.warning("search provider %s failed: %s", provider.name, reason)
+                self._failed(provider.name, reason)
                 failures.append(f"{provider.name}: {reason}")
+                failed.append(provider.name)
                 continue
-            if failures:
-                log.info("search answered by %s after: %s", provider.name, "; ".join(failures))
-            return dedupe(found)[:max_results]
+            if self._failing.pop(provider.name, None) is not None:
+                log.info("search provider %s answers again", provider.name)
+            return SearchAnswer(
+                sources=dedupe(found)[:max_results], provider=provider.name, failed=failed
+            )
         raise ToolError("search failed: " + "; ".join(failures))
+
+    def _failed(self, name: str, reason: str) -> None:
+        if self._failing.get(name) == reason:
+            log.debug("search provider %s failed again: %s", name, reason)
+            return
+        self._failing[name] = reason
+        log.warning("search provider %s failed: %s (the next provider is tried)", name, reason)
 
     async def aclose(self) -> None:
         for provider in self.providers:
@@ -251,13 +267,23 @@ class SearchChain:
         await self.aclose()
 
 
+def as_chain(provider: SearchProvider) -> SearchChain:
+    """A provider as a chain (of itself, when it is not one already)."""
+    return provider if isinstance(provider, SearchChain) else SearchChain([provider])
+
+
 def build_search(settings: Settings) -> SearchChain:
-    """Tavily when a key is set, then ddgs. Close it with `aclose()` or `async with`."""
-    # Half the tool's timeout per provider leaves the fallback time to answer in the same call.
-    timeout_s = settings.tool_timeout_s / 2
+    """Tavily and Brave when their keys are set, then ddgs. Close it with `aclose()` or
+    `async with`."""
     providers: list[SearchProvider] = []
-    key = settings.tavily_api_key.get_secret_value() if settings.tavily_api_key else ""
-    if key:
-        providers.append(TavilySearch(key, settings.tavily_base_url, timeout_s=timeout_s))
+    tavily = settings.tavily_api_key.get_secret_value() if settings.tavily_api_key else ""
+    brave = settings.brave_api_key.get_secret_value() if settings.brave_api_key else ""
+    # Each provider's share of the tool's timeout leaves the next one time to answer in the
+    # same call.
+    timeout_s = settings.tool_timeout_s / (1 + bool(tavily) + bool(brave))
+    if tavily:
+        providers.append(TavilySearch(tavily, settings.tavily_base_url, timeout_s=timeout_s))
+    if brave:
+        providers.append(BraveSearch(brave, settings.brave_api_url, timeout_s=timeout_s))
     providers.append(DdgsSearch(timeout_s=max(1, round(timeout_s))))
     return SearchChain(providers)

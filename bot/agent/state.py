@@ -163,8 +163,9 @@ async def guarded(
                 raise Stop("deadline")
             if control.cancel_requested.is_set():
                 raise Stop("cancelled")
-            if run.registry.sources:
-                raise Stop("forced")
+            # A person's Summarize waits for evidence; a spent budget stops with or without.
+            if run.registry.sources or control.summarize_reason != "forced":
+                raise Stop(control.summarize_reason)
             run.emit(Notice(message=NOTHING_YET))
             control.rearm_summarize()
     finally:

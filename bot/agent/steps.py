@@ -99,11 +99,11 @@ class Steps:
         out, compressed = result.output, False
         body = out.body
         if body and not result.is_error:
-            body, compressed, usage = await self._compressor.compress(
+            body, compressed, usage, served = await self._compressor.compress(
                 body, goal=run.task, tool=use.name
             )
             if compressed:
-                run.record(UsageRecorded(turn=run.turn, model=self._compressor.model, usage=usage))
+                run.record(UsageRecorded(turn=run.turn, model=served, usage=usage))
         content = out.heading + (f"\n{fence(body)}" if body else "")
         numbers = [run.registry.number(s.url) or 0 for s in out.sources]
         cited = list(zip(numbers, out.sources, strict=True))

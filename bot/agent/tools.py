@@ -9,18 +9,20 @@ broken source never stops a run or the tools called beside it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, HttpUrl, ValidationError
 
 from bot.agent.fetch import PageFetcher
+from bot.agent.listing import entry, heading
 from bot.agent.report import Source, SourceRegistry
-from bot.agent.search import SearchProvider
-from bot.errors import ToolError
+from bot.agent.search import SearchAnswer, SearchProvider, as_chain
+from bot.errors import ConfigError, ToolError
 
 Args = TypeVar("Args", bound=BaseModel)
 log = logging.getLogger(__name__)
@@ -118,21 +120,38 @@ class ReadPageArgs(BaseModel):
     url: HttpUrl = Field(description="An http(s) URL, usually one from the search results.")
 
 
-def research_tools(search: SearchProvider, fetcher: PageFetcher, *, timeout_s: float) -> Toolbox:
-    """The two tools of a research run."""
+REFINE_WEB = (
+    "Try broader or different words, a synonym, the full official name, fewer quoted phrases, "
+    "or the language of the country concerned."
+)
+
+
+def research_tools(
+    search: SearchProvider,
+    fetcher: PageFetcher,
+    *,
+    timeout_s: float,
+    extra: Sequence[Tool[Any]] = (),
+    timeouts: Mapping[str, float] | None = None,
+) -> Toolbox:
+    """The tools of a research run: web search and the page reader, then `extra` (arXiv,
+    GitHub). `timeouts` overrides `timeout_s` for the tools it names."""
+    chain = as_chain(search)
 
     async def web_search(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
         """Search the web. Returns numbered results (title, URL, snippet); cite them as [n]."""
-        results = await search.search(args.query, args.max_results)
-        if not results:
-            return ToolOutput(heading=f"No results for {args.query!r}. Try other words.")
-        lines = [f"[{ctx.registry.add(s)}] {s.title}\n{s.url}\n{s.snippet}" for s in results]
+        answer = await chain.answer(args.query, args.max_results)
+        results = answer.sources
+        lines = [entry(ctx.registry.add(s), s.title, s.url, s.snippet) for s in results]
         return ToolOutput(
-            heading=f"Results for {args.query!r}:", body="\n\n".join(lines), sources=results
+            heading=heading("results", args.query, results, REFINE_WEB, via=_via(answer)),
+            body="\n\n".join(lines),
+            sources=results,
         )
 
     async def read_page(ctx: ToolContext, args: ReadPageArgs) -> ToolOutput:
-        """Read a web page and return its main text. Cite it with the number in the heading."""
+        """Read a web page or a PDF and return its main text. Cite it with the number in the
+        heading."""
         page = await fetcher.fetch(str(args.url))
         source = Source(url=page.url, title=page.title, snippet=page.text[:300], read=True)
         number = ctx.registry.add(source)
@@ -145,9 +164,23 @@ def research_tools(search: SearchProvider, fetcher: PageFetcher, *, timeout_s: f
             sources=[source],
         )
 
-    return Toolbox(
-        [
-            Tool("web_search", SearchArgs, web_search, timeout_s),
-            Tool("read_page", ReadPageArgs, read_page, timeout_s),
-        ]
-    )
+    tools: list[Tool[Any]] = [
+        Tool("web_search", SearchArgs, web_search, timeout_s),
+        Tool("read_page", ReadPageArgs, read_page, timeout_s),
+        *extra,
+    ]
+    return Toolbox(_with_timeouts(tools, timeouts or {}))
+
+
+def _with_timeouts(tools: list[Tool[Any]], timeouts: Mapping[str, float]) -> list[Tool[Any]]:
+    unknown = ", ".join(sorted(set(timeouts) - {tool.name for tool in tools}))
+    if unknown:
+        known = ", ".join(tool.name for tool in tools)
+        raise ConfigError(f"RESEARCH_BOT_TOOL_TIMEOUTS names no tool: {unknown} (tools: {known})")
+    return [dataclasses.replace(t, timeout_s=timeouts.get(t.name, t.timeout_s)) for t in tools]
+
+
+def _via(answer: SearchAnswer) -> str:
+    """Which provider answered, after which failed: the chain's order, kept in the trajectory."""
+    failed = f" after {', '.join(answer.failed)} failed" if answer.failed else ""
+    return f" (from {answer.provider}{failed})"

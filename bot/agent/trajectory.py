@@ -1,5 +1,6 @@
-"""A run's events as seed 001's trajectory: turns with their tool calls, synthesis and final flags;
-for a deep run also its plan, each researcher's own turns and finding, and the draft."""
+"""A run's events as seed 001's trajectory: turns with the model that served them, their tool
+calls, synthesis and final flags; for a deep run also its plan, each researcher's own turns and
+finding, and the draft."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from bot.agent.events import (
     ToolCalled,
     ToolFinished,
     TurnStarted,
+    UsageRecorded,
 )
 
 
@@ -51,6 +53,9 @@ class _Steps:
                 synthesis=event.synthesis,
                 from_evidence_only=event.from_evidence_only,
             )
+        elif isinstance(event, UsageRecorded):
+            # The turn's own call is recorded first; compression and checks come after it.
+            self.turn(event.turn).setdefault("model", event.model)
         elif isinstance(event, FinishReviewed):
             self.turn(event.turn)["finish_review"] = event.model_dump(
                 mode="json", include={"ready", "missing", "unsupported", "feedback"}

@@ -41,6 +41,7 @@ ENDINGS = {
     "context": (Ending.CONTEXT_FULL_SYNTHESIZED, Ending.CONTEXT_FULL_SYNTHESIS_FAILED),
     "interrupted": (Ending.INTERRUPTED_SYNTHESIZED, Ending.INTERRUPTED_SYNTHESIS_FAILED),
     "error": (Ending.ERROR_SYNTHESIZED, Ending.ERROR_SYNTHESIS_FAILED),
+    "budget": (Ending.BUDGET_SYNTHESIZED, Ending.BUDGET_SYNTHESIS_FAILED),
 }
 FRESH = {"context", "interrupted", "error"}
 """Endings whose write-up starts a fresh conversation from the evidence: the old one is full,

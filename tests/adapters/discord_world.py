@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.adapters.discord_app import serve_discord
 from bot.config import Settings
+from bot.quota import Quota, QuotaLimits
 from bot.runs import RunManager
 from bot.store import Store
 from tests.adapters.scripted_engine import ScriptedEngine
@@ -45,11 +46,13 @@ class DiscordBot:
         *,
         engine: ScriptedEngine | None = None,
         max_concurrent: int = 4,
+        quota: QuotaLimits | None = None,
         **settings: Any,
     ) -> DiscordBot:
         store = await Store.open(db)
         engine = engine or ScriptedEngine(hold_recovery=True)
-        runs = RunManager(store, engine, max_concurrent=max_concurrent)
+        admits = Quota(store, quota) if quota else None
+        runs = RunManager(store, engine, max_concurrent=max_concurrent, quota=admits)
         return await cls.serve(fake, store, runs, engine, **settings)
 
     @classmethod
@@ -79,7 +82,7 @@ class DiscordBot:
         if close_store:
             await self.store.close()
 
-    async def command(self, person: Json, sub: str, **options: str) -> str:
+    async def command(self, person: Json, sub: str, **options: str | int) -> str:
         """`/research sub option:value`; returns the ephemeral answer the person sees."""
         return await self.interact(self.fake.guild.command(person, sub, **options))
 

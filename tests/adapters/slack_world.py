@@ -13,6 +13,7 @@ from bot.adapters.slack_app import web_app
 from bot.adapters.slack_front import SlackFrontEnd
 from bot.adapters.slack_sink import SlackBudget
 from bot.config import Settings
+from bot.quota import Quota, QuotaLimits
 from bot.runs import RunManager
 from bot.store import Store
 from tests.adapters.scripted_engine import ScriptedEngine
@@ -73,11 +74,13 @@ class SlackWorld:
         *,
         engine: ScriptedEngine | None = None,
         max_concurrent: int = 4,
+        quota: QuotaLimits | None = None,
         **settings: Any,
     ) -> SlackWorld:
         store = await Store.open(db)
         engine = engine or ScriptedEngine()
-        runs = RunManager(store, engine, max_concurrent=max_concurrent)
+        admits = Quota(store, quota) if quota else None
+        runs = RunManager(store, engine, max_concurrent=max_concurrent, quota=admits)
         front = front_end(slack, runs, store, **settings)
         runner, sender = await serve(front, slack)
         return cls(slack, store, engine, runs, front, sender, runner)

@@ -155,7 +155,9 @@ async def test_a_deep_run_from_discord_shows_its_researchers_and_uploads_the_rep
         "completed",
     )
     final = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1].body
-    assert final["components"] == []
+    assert [c["custom_id"] for row in final["components"] for c in row["components"]] == [
+        f"rb:export:{run_id}"
+    ]
     lines = final["embeds"][0]["description"].splitlines()
     assert [line for line in lines if line.startswith(("✓", "•"))] == [
         f"✓ **{n}.** {q} · 4 sources" for n, q in enumerate(QUESTIONS, 1)

@@ -15,8 +15,10 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import discord
 
+from bot.agent.events import Usage, UsageRecorded
 from bot.compose import Services
 from bot.domain import Depth, Mode, Origin, Request, RunStatus
+from bot.quota import QuotaLimits
 from tests.adapters.discord_world import (
     DiscordBot,
     ScriptedEngine,
@@ -101,7 +103,8 @@ async def test_a_run_from_command_to_report_in_its_thread(
     assert "Acme Robotics builds warehouse robots" in data.decode()
     edits = fake.find("PATCH", rf"/channels/{world.channel_id}/messages/{message['id']}")
     assert edits
-    assert edits[-1].body["components"] == []
+    # The buttons gave way to the format menu (tests/adapters/test_export_chat.py).
+    assert _components(edits[-1].body) == [f"rb:export:{run_id}"]
     assert "Done (summarized on request)" in edits[-1].body["embeds"][0]["description"]
     assert all("components" not in e.body for e in edits[:-1])
     assert (await bot.store.get_run(run_id)).status == RunStatus.DONE
@@ -254,6 +257,62 @@ async def test_history_and_show_stay_in_their_guild(bot: DiscordBot, fake: FakeD
     assert other.run_id not in await bot.command(world.bob, "history")
 
 
+async def test_usage_shows_this_servers_spend_per_day_and_per_person(
+    bot: DiscordBot, fake: FakeDiscord
+) -> None:
+    world = fake.guild
+    run_id, _message = await bot.research("Acme Robotics")  # its first turn costs $0.01
+    assert bot.engine is not None
+    bot.engine.release.set()
+    await bot.runs.wait(run_id)
+    other = await bot.store.create_run(_request_elsewhere())
+    used = UsageRecorded(turn=1, model="m", usage=Usage(cost_usd=5.0))
+    await bot.store.append_event(other.run_id, used)
+
+    answer = (await bot.command(world.bob, "usage")).splitlines()
+
+    today = bot.store.now().date()
+    assert answer[0] == "**Research spend in this server**"
+    assert answer[1].startswith("Total for the last 7 days (UTC, since ")
+    assert answer[1].endswith("): $0.01 · 1 run")
+    assert answer[2:] == [
+        "By day:",
+        f"• {today} · $0.01 · 1 run",
+        "By person:",
+        "• Alice · $0.01 · 1 run",
+    ]
+    webhook = fake.find("POST", r"/webhooks/.+")[-1]
+    assert webhook.body["flags"] == 64
+    answer = (await bot.command(world.bob, "usage", days=30)).splitlines()
+    assert answer[1].startswith("Total for the last 30 days")
+
+
+async def test_a_spent_daily_budget_is_told_privately_and_the_run_going_finishes(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
+    bot = await DiscordBot.start(
+        fake, tmp_path / "db.sqlite3", quota=QuotaLimits(daily_budget_usd=0.01)
+    )
+    try:
+        world = fake.guild
+        run_id, _message = await bot.research("Acme Robotics")
+        assert bot.engine is not None
+        await bot.engine.parked(run_id).wait()  # its first turn cost $0.01
+
+        answer = await bot.command(world.bob, "company", name="Initech")
+
+        assert answer.startswith("Today's research budget here ($0.01) is spent: $0.01 so far.")
+        assert "It resets at midnight UTC (in " in answer
+        assert fake.find("POST", r"/webhooks/.+")[-1].body["flags"] == 64
+        assert len(fake.find("POST", rf"/channels/{world.channel_id}/messages")) == 1
+        assert [r.run_id for r in await bot.store.list_runs()] == [run_id]
+        bot.engine.release.set()
+        await bot.runs.wait(run_id)
+        assert (await bot.store.get_run(run_id)).status is RunStatus.DONE
+    finally:
+        await bot.stop()
+
+
 @pytest.mark.parametrize(
     ("sub", "options", "mode", "depth"),
     [
@@ -355,7 +414,7 @@ async def test_the_real_engine_end_to_end(
     assert "## TL;DR" in data.decode()
     assert "ending: completed" in data.decode()
     last_edit = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1]
-    assert last_edit.body["components"] == []
+    assert _components(last_edit.body) == [f"rb:export:{run_id}"]
     assert all(p["allowed_mentions"] == {"parse": []} for p in message_payloads(fake))
 
 

@@ -44,7 +44,10 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
     assert command["name"] == "research"
     assert (command["contexts"], command["integration_types"]) == ([0], [0])
     options = {o["name"]: o for o in command["options"]}
-    assert list(options) == ["company", "contracts", "history", "show"]
+    assert list(options) == ["company", "contracts", "history", "usage", "show", "export"]
+    days = options["usage"]["options"][0]
+    assert (days["name"], days["type"], days["required"]) == ("days", 4, False)
+    assert (days["min_value"], days["max_value"]) == (1, 366)
     name, _ = options["company"]["options"]
     assert (name["name"], name["required"], name["max_length"]) == ("name", True, 300)
     assert options["contracts"]["options"][0]["name"] == "filters"
@@ -56,6 +59,14 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
             ("deep", "deep"),
         ]
     assert options["show"]["options"][0]["name"] == "run"
+    run, fmt = options["export"]["options"]
+    assert (run["name"], run["required"], fmt["name"], fmt["required"]) == (
+        "run",
+        True,
+        "format",
+        True,
+    )
+    assert [c["value"] for c in fmt["choices"]] == ["md", "html", "pdf", "docx"]
     assert not fake.find("GET", r"/gateway.*")
 
 

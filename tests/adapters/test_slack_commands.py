@@ -1,18 +1,21 @@
-"""`/research` beyond a plain run: usage, history and show scoped to the workspace, refused
-signatures, channels the bot is not in, and recovery into the old thread after a restart."""
+"""`/research` beyond a plain run: usage, history, spend and show scoped to the workspace, the
+hourly limit per person, refused signatures, channels the bot is not in, and recovery into the
+old thread after a restart."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from bot.agent.control import Control
-from bot.agent.events import Event
+from bot.agent.events import Event, Usage, UsageRecorded
 from bot.domain import Depth, Mode, Origin, Request, RunStatus
+from bot.quota import QuotaLimits
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.adapters.slack_world import SlackWorld, button_value
 from tests.fakes.slack_api import FakeSlack
@@ -46,6 +49,7 @@ async def bot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorld]:
         ("DEEP   ", "Deep research on what?"),
         ("deep contracts", "Tell me what to research"),
         ("deep " + "x" * 301, "301 characters"),
+        ("usage 0", "from 1 to 366 days"),
     ],
 )
 async def test_bad_input_gets_a_short_private_usage(
@@ -126,6 +130,73 @@ async def test_history_marks_deep_runs(bot: SlackWorld, slack: FakeSlack) -> Non
 
     assert next(line for line in lines if "Globex" in line).count("contracts (deep)") == 1
     assert "deep" not in next(line for line in lines if "Acme" in line)
+
+
+async def test_usage_shows_this_workspace_spend_per_day_and_per_person(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    for team, user, name, cost in [
+        ("T1", "U1", "alice", 0.25),
+        ("T1", "U1", "alice", 0.05),
+        ("T1", "U2", "<bob>", 1.5),
+        ("T2", "U3", "carol", 9.0),
+    ]:
+        origin = Origin(platform="slack", workspace=team, channel="C1", user=user, user_name=name)
+        run = await bot.store.create_run(Request(topic="Acme", origin=origin))
+        used = Usage(input_tokens=10, cost_usd=cost)
+        await bot.store.append_event(run.run_id, UsageRecorded(turn=1, model="m", usage=used))
+
+    assert await bot.sender.command("usage", team="T1") == (200, "")
+    answer = (await slack.wait_for("response_url"))[0].args
+
+    assert answer["response_type"] == "ephemeral"
+    lines = answer["text"].splitlines()
+    today = bot.store.now().date().isoformat()
+    assert lines[0] == "*Research spend in this workspace*"
+    assert lines[1] == f"Total for the last 7 days (UTC, since {_days_ago(bot, 6)}): $1.80 · 3 runs"
+    assert lines[2:] == [
+        "By day:",
+        f"• {today} · $1.80 · 3 runs",
+        "By person:",
+        "• &lt;bob&gt; · $1.50 · 1 run",
+        "• alice · $0.30 · 2 runs",
+    ]
+    assert "carol" not in answer["text"]
+
+    await bot.sender.command("usage 30", team="T3")
+    answer = (await slack.wait_for("response_url", 2))[1].args
+    assert answer["text"].endswith("No runs here in the last 30 days.")
+
+
+def _days_ago(bot: SlackWorld, days: int) -> str:
+    return (bot.store.now().date() - timedelta(days=days)).isoformat()
+
+
+async def test_a_person_over_the_hourly_limit_is_told_privately_when_to_ask_again(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    bot = await SlackWorld.start(
+        slack, tmp_path / "db.sqlite3", quota=QuotaLimits(user_runs_per_hour=1)
+    )
+    try:
+        run_id, _ = await bot.research("Acme Robotics")
+
+        assert await bot.sender.command("Initech") == (200, "")
+        answer = (await slack.wait_for("response_url"))[0].args
+
+        assert answer["response_type"] == "ephemeral"
+        first = await bot.store.get_run(run_id)
+        again = first.created_at + timedelta(hours=1)
+        assert answer["text"] == (
+            "Sorry, you have reached the limit of 1 research run an hour. You can ask again "
+            f"at {again:%H:%M} UTC (in 1 h)."
+        )
+        assert [r.run_id for r in await bot.store.list_runs()] == [run_id]
+        assert len(slack.calls_to("chat.postMessage")) == 1
+        bot.engine.release.set()
+        await bot.runs.wait(run_id)
+    finally:
+        await bot.stop()
 
 
 async def test_show_reposts_a_report_here_and_not_to_another_workspace(

@@ -183,7 +183,7 @@ async def test_the_fast_model_judges_what_the_numbers_cannot_settle_and_its_cost
         (Verdict.UNSUPPORTED, "judge"),
     ]
     used = [e for e in recorder.events if isinstance(e, UsageRecorded)]
-    assert [e.model for e in used][-1] == FAST_MODEL
+    assert [e.model for e in used][-1] == f"anthropic:{FAST_MODEL}"
     total = recorder.events[-1]
     assert isinstance(total, RunFinished)
     assert total.usage.input_tokens == sum(e.usage.input_tokens for e in used)

@@ -464,7 +464,7 @@ async def test_summarize_during_recovery_is_harmless_and_cancel_stops_it(
         # The first write-up came before this one (Summarize had skipped its claim judge).
         await anthropic_api.wait_for_requests(2)
         control.cancel()
-        await anthropic_api.wait_for_cancelled(1)
+        # It ends while the model's answer is still held back: nothing waits for the call.
         cancelled = await running
         gate.set()
 

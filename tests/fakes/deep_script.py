@@ -9,6 +9,7 @@ would. Knobs make any step fail or come back malformed.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class DeepScript:
     title: str = "Acme Robotics: deep profile"
     read_delay_s: float = 0.0
     """How long each researcher's second turn (reading a page) takes to come back."""
+    read_output_tokens: int | None = None
+    """The output tokens each researcher's second turn is billed (a costly turn)."""
     hold: asyncio.Event | None = None
     """When given, researchers' second turn waits for it: they have searched (so the run has
     sources) and are stuck, e.g. for pressing Summarize mid-run."""
@@ -145,7 +148,8 @@ class DeepScript:
         self.searched.set()
         if self.hold is not None:
             await self.hold.wait()
-        return reply_tools([("read_page", {"url": self.article_url})], delay_s=self.read_delay_s)
+        read = reply_tools([("read_page", {"url": self.article_url})], delay_s=self.read_delay_s)
+        return dataclasses.replace(read, output_tokens=self.read_output_tokens)
 
     def _draft(self, body: dict[str, Any]) -> Scripted:
         if self.draft == "fail":

@@ -194,13 +194,18 @@ class World:
             **extra,
         }
 
-    def command(self, person: Json, sub: str, *, locale: str = "en-US", **options: str) -> Json:
+    def command(
+        self, person: Json, sub: str, *, locale: str = "en-US", **options: str | int
+    ) -> Json:
         """`/research <sub> option:value …` as an INTERACTION_CREATE payload, from a person whose
-        Discord client is set to `locale`."""
+        Discord client is set to `locale`. Options are strings (type 3) or integers (type 4)."""
         subcommand = {
             "name": sub,
             "type": 1,
-            "options": [{"name": k, "type": 3, "value": v} for k, v in options.items()],
+            "options": [
+                {"name": k, "type": 4 if isinstance(v, int) else 3, "value": v}
+                for k, v in options.items()
+            ],
         }
         data = {"id": snowflake(), "name": "research", "type": 1, "options": [subcommand]}
         return self._interaction(2, person, data, locale=locale)
@@ -208,6 +213,11 @@ class World:
     def button(self, person: Json, message: Json, custom_id: str) -> Json:
         """A press on a button of `message` (as the fake stored it) by `person`."""
         data = {"custom_id": custom_id, "component_type": 2}
+        return self._interaction(3, person, data, message=message)
+
+    def select(self, person: Json, message: Json, custom_id: str, values: list[str]) -> Json:
+        """A choice in a string select of `message` (as the fake stored it) by `person`."""
+        data = {"custom_id": custom_id, "component_type": 3, "values": values}
         return self._interaction(3, person, data, message=message)
 
     def reaction(self, person: Json, message_id: str, emoji: str) -> Json:

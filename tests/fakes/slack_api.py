@@ -515,6 +515,40 @@ class SlackSender:
         channel: str = "C1",
         message_ts: str = "",
     ) -> tuple[int, str]:
+        """A button press."""
+        element = {
+            "type": "button",
+            "action_id": action_id,
+            "block_id": "controls",
+            "value": value,
+            "action_ts": str(time.time()),
+            "text": {"type": "plain_text", "text": action_id},
+        }
+        return await self._block_action(element, user, team, channel, message_ts)
+
+    async def select(
+        self,
+        action_id: str,
+        option: Json,
+        *,
+        user: str = "U1",
+        team: str | None = None,
+        channel: str = "C1",
+        message_ts: str = "",
+    ) -> tuple[int, str]:
+        """A choice in a `static_select` (`option` as the message's blocks offer it)."""
+        element = {
+            "type": "static_select",
+            "action_id": action_id,
+            "block_id": "select",
+            "selected_option": option,
+            "action_ts": str(time.time()),
+        }
+        return await self._block_action(element, user, team, channel, message_ts)
+
+    async def _block_action(
+        self, action: Json, user: str, team: str | None, channel: str, message_ts: str
+    ) -> tuple[int, str]:
         team = team or self.team
         payload = {
             "type": "block_actions",
@@ -532,16 +566,7 @@ class SlackSender:
             "message": {"type": "message", "ts": message_ts, "user": "UBOT", "text": ""},
             "trigger_id": f"trigger-{next(self._ids)}",
             "response_url": self.response_url,
-            "actions": [
-                {
-                    "type": "button",
-                    "action_id": action_id,
-                    "block_id": "controls",
-                    "value": value,
-                    "action_ts": str(time.time()),
-                    "text": {"type": "plain_text", "text": action_id},
-                }
-            ],
+            "actions": [action],
         }
         return await self.send(
             urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
