@@ -15,6 +15,15 @@ from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
 
 TEST_MODEL = "claude-sonnet-4-6"
+PROCESS_HEAVY = {"test_cli.py", "test_deep_cli.py", "test_eval.py", "test_terminal_faults.py"}
+"""Test files that start many bot processes: kept on one xdist worker, so two of them never
+share the two cores at once (a CLI run starved of CPU would trip its timeout)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in PROCESS_HEAVY:
+            item.add_marker(pytest.mark.xdist_group("processes"))
 FAST_MODEL = "claude-haiku-4-5"
 
 
