@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,6 +23,8 @@ class Cli:
             "PYTHONPATH": str(ROOT),
             # A fault test caps files at 1 KiB: a .pyc it cut short would break later subprocesses.
             "PYTHONDONTWRITEBYTECODE": "1",
+            # A child that hangs is sent SIGABRT: this makes it print every thread's stack first.
+            "PYTHONFAULTHANDLER": "1",
             **env,
         }
 
@@ -38,9 +41,19 @@ class Cli:
             **options,
         )
 
-    async def run(self, *args: str, **options: Any) -> tuple[int, str, str]:
+    async def run(self, *args: str, within_s: float = 25.0, **options: Any) -> tuple[int, str, str]:
+        """Run the command to its end; one that does not end within `within_s` fails the test
+        with its threads' stacks (inside pytest's own timeout, which would show only ours)."""
         process = await self.start(*args, **options)
-        out, err = await process.communicate()
+        try:
+            async with asyncio.timeout(within_s):
+                out, err = await process.communicate()
+        except TimeoutError:
+            process.send_signal(signal.SIGABRT)
+            _, err = await process.communicate()
+            stacks = err.decode(errors="replace")[-6000:]
+            message = f"`{' '.join(args)}` still ran after {within_s:g} s:\n{stacks}"
+            raise AssertionError(message) from None
         assert process.returncode is not None
         return process.returncode, out.decode(), err.decode()
 
