@@ -206,7 +206,9 @@ class DeepResearch:
                     result = await researcher.run(part, control, question.question)
                 except Exception:
                     log.exception("run %s: researcher %d failed", main.run_id, agent)
-                    finding = evidence_finding(part, question.question, "error", None)
+                    finding = evidence_finding(
+                        part.registry, part.own_sources, question.question, "error", None
+                    )
                     result_finding, from_evidence, ending = finding, True, "error"
                 else:
                     result_finding, from_evidence = result.finding, result.from_evidence
@@ -296,8 +298,8 @@ class DeepResearch:
             return
         for agent, question in questions.items():
             if agent not in session.findings:
-                part = RunState(request=request, emit=emit, deadline=0, system="", task="")
-                part.registry, part.own_sources = main.registry, own.get(agent, {})
-                session.findings[agent] = evidence_finding(part, question, why, None)
+                session.findings[agent] = evidence_finding(
+                    main.registry, own.get(agent, {}), question, why, None
+                )
         session.endings.append(why)
         await self._writer.write(session, main, draft)

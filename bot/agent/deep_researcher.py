@@ -8,6 +8,7 @@ finding written from its own evidence, so no researcher's work is lost.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +21,11 @@ from bot.agent.deep_prompts import finding_instruction
 from bot.agent.deep_schema import Finding, FindingDraft
 from bot.agent.events import TurnStarted
 from bot.agent.models import ModelPort
+from bot.agent.report import SourceRegistry
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
-from bot.agent.structured import ask_for, problems, tool_for
+from bot.agent.structured import ask_for, tool_for
+from bot.agent.tools import problems
 
 FINISH = "submit_finding"
 FINISH_TOOL = tool_for(FINISH, FindingDraft)
@@ -109,7 +112,7 @@ class DeepResearcher:
         raise Stop("max_turns")
 
     def _finding(self, part: RunState, question: str, draft: FindingDraft) -> Finding:
-        read, seen = sources_of(part)
+        read, seen = sources_of(part.registry, part.own_sources)
         return Finding(topic=question, read=read, seen=seen, **draft.model_dump())
 
     def _from_evidence(
@@ -121,28 +124,38 @@ class DeepResearcher:
         *,
         said: str | None = None,
     ) -> Result:
-        return Result(evidence_finding(part, question, why, message, said=said), True, why)
+        return Result(
+            evidence_finding(part.registry, part.own_sources, question, why, message, said=said),
+            True,
+            why,
+        )
 
 
-def sources_of(part: RunState) -> tuple[list[int], list[int]]:
-    """Citation numbers this researcher read, and those it only saw in search results."""
+def sources_of(registry: SourceRegistry, own: Iterable[int]) -> tuple[list[int], list[int]]:
+    """Of a researcher's own citation numbers, those it read and those it only saw in results."""
     read: list[int] = []
     seen: list[int] = []
-    for number in part.own_sources:
-        source = part.registry.get(number)
+    for number in own:
+        source = registry.get(number)
         (read if source is not None and source.read else seen).append(number)
     return read, seen
 
 
 def evidence_finding(
-    part: RunState, question: str, why: str, message: str | None, *, said: str | None = None
+    registry: SourceRegistry,
+    own: Iterable[int],
+    question: str,
+    why: str,
+    message: str | None,
+    *,
+    said: str | None = None,
 ) -> Finding:
     """A finding without the model: what the researcher had said, then its sources' titles and
     snippets (already numbered), so the supervisor can still use its work."""
-    read, seen = sources_of(part)
+    read, seen = sources_of(registry, own)
     lines = []
     for number in read + seen:
-        source = part.registry.get(number)
+        source = registry.get(number)
         if source is not None:
             lines.append(f"[{number}] {source.title or source.url}: {source.snippet[:300]}")
     stopped = STOPPED.get(why, message or "Stopped by a failure.")

@@ -17,6 +17,7 @@ from bot.agent.control import Control
 from bot.agent.events import UsageRecorded
 from bot.agent.models import ModelCall, ModelPort
 from bot.agent.state import RunState, guarded
+from bot.agent.tools import problems
 from bot.errors import ModelError
 
 M = TypeVar("M", bound=BaseModel)
@@ -81,13 +82,6 @@ async def ask_for(
             run.messages.append({"role": "assistant", "content": reply.content})
         run.messages.append({"role": "user", "content": retry})
     return None
-
-
-def problems(error: ValidationError) -> str:
-    """What was wrong with a tool input, for the model to correct."""
-    return "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors()
-    )
 
 
 def _malformed(tool_use_id: str, error: ValidationError) -> dict[str, Any]:

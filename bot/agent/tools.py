@@ -92,10 +92,7 @@ class Toolbox:
         try:
             args = tool.input_model.model_validate(raw_input)
         except ValidationError as error:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors()
-            )
-            return ToolOutput(heading=f"Invalid input for {name}: {problems}"), True
+            return ToolOutput(heading=f"Invalid input for {name}: {problems(error)}"), True
         try:
             async with asyncio.timeout(tool.timeout_s):
                 return await tool.run(ctx, args), False
@@ -109,6 +106,13 @@ class Toolbox:
                 "run %s: tool %s failed unexpectedly (input %r)", ctx.run_id, name, raw_input
             )
             return ToolOutput(heading=f"{name} failed unexpectedly; try another source."), True
+
+
+def problems(error: ValidationError) -> str:
+    """What was wrong with a tool input, in a line the model can correct it from."""
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors()
+    )
 
 
 class SearchArgs(BaseModel):
