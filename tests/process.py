@@ -28,8 +28,15 @@ class Cli:
             **env,
         }
 
-    async def start(self, *args: str, **options: Any) -> asyncio.subprocess.Process:
+    async def start(
+        self, *args: str, max_file_bytes: int | None = None, **options: Any
+    ) -> asyncio.subprocess.Process:
+        """`max_file_bytes`: cap every file the command writes (a full disk). Set by a small
+        Python that then execs the command, never by `preexec_fn`: forking a process that runs
+        threads (xdist's, asyncio's) and running Python in the child can deadlock it."""
+        limit = [] if max_file_bytes is None else [*_LIMITED, str(max_file_bytes)]
         return await asyncio.create_subprocess_exec(
+            *limit,
             sys.executable,
             "-m",
             "bot",
@@ -56,6 +63,15 @@ class Cli:
             raise AssertionError(message) from None
         assert process.returncode is not None
         return process.returncode, out.decode(), err.decode()
+
+
+_LIMITED = [
+    sys.executable,
+    "-c",
+    "import os, resource, sys; cap = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])",
+]
+"""Python ignores SIGXFSZ, so a write past the cap fails with EFBIG, as on a full disk."""
 
 
 async def wait_for_line(stream: asyncio.StreamReader, text: str) -> None:

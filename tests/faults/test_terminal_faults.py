@@ -8,7 +8,6 @@ import asyncio
 import hashlib
 import json
 import os
-import resource
 import shutil
 import signal
 import sqlite3
@@ -195,20 +194,13 @@ async def test_a_read_only_database_is_one_line_and_left_untouched(
     assert _digest(_db(cli)) == before
 
 
-def _small_disk() -> None:
-    # Every file this process writes is capped at 1 KiB: the database's next write fails as on
-    # a full disk (the signal that would kill the process is ignored, so the write fails).
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
-
-
 async def test_a_full_disk_is_one_line_and_the_history_survives(cli: Cli) -> None:
     earlier = await _one_run(_db(cli))
     for leftover in _db(cli).parent.glob("runs.sqlite3-*"):
         leftover.unlink()
     before = _digest(_db(cli))
 
-    code, _, err = await cli.run("research", "Acme", preexec_fn=_small_disk)
+    code, _, err = await cli.run("research", "Acme", max_file_bytes=1024)
     assert code == 2 and "disk full" in err and "Traceback" not in err, err
 
     assert _digest(_db(cli)) == before
