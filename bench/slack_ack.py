@@ -27,8 +27,10 @@ import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 from slack_bolt.async_app import AsyncAck, AsyncApp  # noqa: E402
 
+from bot.adapters.chat import StatusView  # noqa: E402
 from bot.adapters.slack_front import SlackFrontEnd  # noqa: E402
-from bot.adapters.slack_sink import make_client  # noqa: E402
+from bot.adapters.slack_sink import SlackBudget, SlackSink, make_client  # noqa: E402
+from bot.adapters.slack_stream import StreamOptions, slack_progress  # noqa: E402
 from bot.agent.control import Control  # noqa: E402
 from bot.agent.events import (  # noqa: E402
     Ending,
@@ -45,7 +47,7 @@ from bot.agent.events import (  # noqa: E402
 )
 from bot.agent.report import Report, Source  # noqa: E402
 from bot.config import Settings  # noqa: E402
-from bot.domain import Request  # noqa: E402
+from bot.domain import Origin, Request  # noqa: E402
 from bot.runs import RunManager  # noqa: E402
 from bot.store import Store  # noqa: E402
 from tests.fakes.slack_api import Call, FakeSlack, SlackSender  # noqa: E402
@@ -276,6 +278,56 @@ def _report_calls(calls: list[Call], runs_at_once: int, elapsed: float) -> None:
     )
 
 
+async def stream_calls(runs_at_once: int) -> None:
+    """The same runs followed by the Slack listener directly, streaming off and on."""
+    for mode in ("off", "on"):
+        print(f"\nSlack API calls with {runs_at_once} runs at once, streaming {mode}:")
+        async with FakeSlack() as slack:
+            with tempfile.TemporaryDirectory() as tmp:
+                async with Store.connect(Path(tmp) / "bench.sqlite3") as store:
+                    runs = RunManager(store, PacedEngine(), max_concurrent=runs_at_once)
+                    client = make_client(_settings(slack.api_url, ""))
+                    budget = SlackBudget()
+                    started = time.monotonic()
+                    ids = []
+                    for n in range(runs_at_once):
+                        origin = Origin(
+                            platform="slack", workspace="T1", channel=f"C{n}", user=f"U{n}"
+                        )
+                        sink = SlackSink(
+                            client, store, budget, team="T1", channel=origin.channel, parents={}
+                        )
+                        view = StatusView(
+                            run_id="", topic=f"Company {n}", mode="company", requester=origin.user
+                        )
+                        listener = slack_progress(
+                            client,
+                            sink,
+                            view,
+                            budget=budget,
+                            origin=origin,
+                            options=StreamOptions(mode=mode),
+                            on_stop=lambda run, runs=runs: runs.summarize(run.run_id),
+                        )
+                        request = Request(topic=f"Company {n}", origin=origin)
+                        ids.append((await runs.submit(request, listener)).run_id)
+                    for run_id in ids:
+                        await runs.wait(run_id)
+                    elapsed = time.monotonic() - started
+                    await runs.shutdown()
+            _report_calls(slack.calls, runs_at_once, elapsed)
+            per_minute = {
+                method: _peak([c.at for c in slack.calls if c.method == method], 60.0)
+                for method in ("chat.startStream", "chat.appendStream", "chat.stopStream")
+            }
+            if mode == "on":
+                print(
+                    "  most in any minute (workspace): "
+                    + ", ".join(f"{m} {n}" for m, n in per_minute.items())
+                    + " (Slack: start/stop Tier 2, about 20; append Tier 4, 100+)"
+                )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=200)
@@ -290,6 +342,7 @@ def main() -> None:
         return
     asyncio.run(ack_latency(args.requests, args.rounds))
     asyncio.run(api_calls(args.runs))
+    asyncio.run(stream_calls(args.runs))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The `research-bot` command: research, resume, history, usage, show, export, serve, discord
-sync."""
+"""The `research-bot` command: research, resume, ask, history, usage, show, export, serve,
+discord sync."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 from rich.console import Console
 
-from bot import terminal_runs
+from bot import cli_ask, terminal_runs
 from bot.agent.events import format_cost
 from bot.agent.i18n import language_for, stated
 from bot.agent.trajectory import trajectory
@@ -189,6 +189,49 @@ def _conclude(finish: terminal_runs.Finish) -> None:
 
 
 @app.command()
+def ask(
+    run_id: str,
+    question: Annotated[str, typer.Argument(help="A question about the run's report.")],
+    output: Annotated[
+        Path | None, typer.Option(help="Where to write a new report version, if one is made.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Ask a follow-up question about a finished run: answered from its evidence, researched
+    a little further when needed; "update the report" writes its next version."""
+    _log_to_terminal()
+    try:
+        settings = load_settings()
+        check_output(output)
+        asked = asyncio.run(_ask(settings, run_id, question, output))
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except QuotaError as error:
+        raise fail(error, TRY_LATER) from None
+    except BotError as error:
+        raise fail(error) from None
+    if as_json:
+        sys.stdout.write(asked.model_dump_json() + "\n")
+    elif asked.answer is not None:
+        sys.stdout.write(asked.answer)
+    if asked.report_file and not as_json:
+        err.print(f"Report version {asked.version}: {asked.report_file}", markup=False)
+    if asked.answer is None:
+        if not as_json:
+            err.print(f"research-bot: {asked.error or asked.ending}", markup=False)
+        raise typer.Exit(1)
+
+
+async def _ask(
+    settings: Settings, run_id: str, question: str, output: Path | None
+) -> cli_ask.Asked:
+    from bot.compose import open_services
+
+    async with open_services(settings) as services:
+        return await cli_ask.ask(services, err, run_id, question, output)
+
+
+@app.command()
 def history(
     limit: Annotated[int, typer.Option(min=1, max=1000)] = 20,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
@@ -199,7 +242,7 @@ def history(
         runs, now = asyncio.run(_history(settings, limit))
     except BotError as error:
         raise fail(error) from None
-    if as_json:
+    if as_json:  # follow-ups follow their run, with `parent_run_id` set
         rows = [
             r.model_dump(mode="json") | {"run_id": r.run_id, "status": shown_status(r, now)}
             for r in runs
@@ -209,6 +252,15 @@ def history(
     if not runs:
         out.print('No runs yet. Try: research-bot research "Acme Robotics"', markup=False)
     for r in runs:
+        if r.parent_run_id is not None:  # a follow-up, under its run
+            out.print(
+                f"  └ {r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  follow-up  "
+                f"{shown_status(r, now):<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
+                f"{format_cost(r.cost_usd)}  {strip_controls(r.topic)}",
+                markup=False,
+                highlight=False,
+            )
+            continue
         out.print(
             f"{r.run_id}  {r.created_at:%Y-%m-%d %H:%M}  {r.mode.value:<9} {r.depth.value:<5} "
             f"{shown_status(r, now):<11} {r.termination_reason or '':<26} {r.turns:>3} turns  "
@@ -228,7 +280,9 @@ def shown_status(run: RunRecord, now: datetime) -> str:
 
 async def _history(settings: Settings, limit: int) -> tuple[list[RunRecord], datetime]:
     async with _reader(settings) as store:
-        return await store.list_runs(limit=limit), store.now()
+        runs = await store.list_runs(limit=limit, top_level=True)
+        children = await store.follow_ups_of([run.run_id for run in runs])
+        return cli_ask.history_rows(runs, children), store.now()
 
 
 @app.command()
@@ -289,9 +343,12 @@ async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> 
     async with _reader(settings) as store:
         record = await store.get_run(run_id)
         if steps:
-            return json.dumps(
-                trajectory(record.run_id, await store.events(record.run_id)), indent=2, default=str
-            )
+            children = [
+                (child, trajectory(child.run_id, await store.events(child.run_id)))
+                for child in await store.follow_ups(record.run_id)
+            ]
+            shape = trajectory(record.run_id, await store.events(record.run_id))
+            return json.dumps(cli_ask.with_follow_ups(shape, children), indent=2, default=str)
         report, markdown = await _saved_report(store, record)
         if as_json:
             return json.dumps(
@@ -299,6 +356,7 @@ async def _show(settings: Settings, run_id: str, steps: bool, as_json: bool) -> 
                     "run": record.model_dump(mode="json"),
                     "report": report.model_dump(mode="json"),
                     "markdown": markdown,
+                    "version": (await store.latest_report(record.run_id) or (1,))[0],
                     "claim_support": support_figures(report),
                 },
                 indent=2,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 from collections.abc import AsyncIterator
@@ -19,12 +20,14 @@ from bot.agent.deep_session import DeepLimits
 from bot.agent.events import Event
 from bot.agent.extract_pool import Extractor
 from bot.agent.fetch import PageFetcher
+from bot.agent.followup import FollowUpEngine
 from bot.agent.github import GitHub, github_tools
 from bot.agent.loop import Researcher
 from bot.agent.search import SearchProvider, build_search
 from bot.agent.tools import Tool, research_tools
 from bot.config import Settings
 from bot.domain import Depth, Request
+from bot.followups import FollowUps
 from bot.providers import model_chain
 from bot.quota import Quota, QuotaLimits
 from bot.runs import Engine, RunManager
@@ -38,16 +41,24 @@ class Services:
     settings: Settings
     store: Store
     runs: RunManager
+    followups: FollowUps
 
 
-class ByDepth:
-    """The engine the runs service drives: each request goes to the engine of its depth."""
+class ByKind:
+    """The engine the runs service drives: a follow-up question goes to the follow-up engine,
+    research to the engine of its depth."""
 
-    def __init__(self, quick: Engine, deep: Engine) -> None:
+    def __init__(self, quick: Engine, deep: Engine, followup: Engine) -> None:
         self._engines = {Depth.QUICK: quick, Depth.DEEP: deep}
+        self._followup = followup
+
+    def _engine(self, request: Request) -> Engine:
+        if request.parent_run_id is not None:
+            return self._followup
+        return self._engines[request.depth]
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
-        return self._engines[request.depth].research(run_id, request, control)
+        return self._engine(request).research(run_id, request, control)
 
     def recover(
         self,
@@ -58,7 +69,7 @@ class ByDepth:
         *,
         why: str = "interrupted",
     ) -> AsyncIterator[Event]:
-        return self._engines[request.depth].recover(run_id, request, history, control, why=why)
+        return self._engine(request).recover(run_id, request, history, control, why=why)
 
 
 def limits(settings: Settings) -> Limits:
@@ -70,6 +81,15 @@ def limits(settings: Settings) -> Limits:
         max_output_tokens=settings.max_output_tokens,
         context_window_tokens=settings.context_window_tokens,
         max_cost_usd=settings.max_run_cost_usd,
+    )
+
+
+def followup_limits(settings: Settings) -> Limits:
+    """A follow-up's small budget: few turns, a small cost cap; the run's other limits."""
+    return dataclasses.replace(
+        limits(settings),
+        max_turns=settings.followup_max_turns,
+        max_cost_usd=settings.followup_max_cost_usd,
     )
 
 
@@ -155,8 +175,10 @@ async def open_services(
         )
         quick = Researcher(model, toolbox, compressor, limits(settings))
         deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
-        engine = ByDepth(quick=quick, deep=deep)
+        followup = FollowUpEngine(model, toolbox, compressor, followup_limits(settings), store)
+        engine = ByKind(quick=quick, deep=deep, followup=followup)
         quota = Quota(store, quota_limits(settings))
         runs = RunManager(store, engine, max_concurrent=settings.max_concurrent_runs, quota=quota)
         stack.push_async_callback(runs.shutdown)
-        yield Services(settings=settings, store=store, runs=runs)
+        followups = FollowUps(store, runs)
+        yield Services(settings=settings, store=store, runs=runs, followups=followups)

@@ -144,6 +144,13 @@ class Settings(BaseSettings):
     )
     """Wall-clock seconds for a whole deep run: plan, researchers, draft and final report."""
 
+    followup_max_turns: int = Field(default=3, ge=1, le=20, alias="RESEARCH_BOT_FOLLOWUP_MAX_TURNS")
+    """Turns with tools a follow-up question may take when the run's evidence does not cover it;
+    after them it answers from what it has."""
+    followup_max_cost_usd: float | None = Field(
+        default=0.25, gt=0, alias="RESEARCH_BOT_FOLLOWUP_MAX_COST_USD"
+    )
+    """A follow-up whose spend reaches this stops researching and answers. Empty: no limit."""
     max_run_cost_usd: float | None = Field(default=2.0, gt=0, alias="RESEARCH_BOT_MAX_RUN_COST_USD")
     """A run whose spend reaches this writes up from what it has (`budget_synthesized`); a deep
     run counts every researcher. Empty: no limit. A run with an unpriced model is not held to it."""
@@ -169,6 +176,12 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(default=None, alias="SLACK_APP_TOKEN")
     slack_signing_secret: SecretStr | None = Field(default=None, alias="SLACK_SIGNING_SECRET")
     slack_api_url: str | None = Field(default=None, alias="SLACK_API_URL")
+    slack_streaming: Literal["auto", "on", "off"] = Field(
+        default="auto", alias="RESEARCH_BOT_SLACK_STREAMING"
+    )
+    """A run's progress in Slack: `auto` streams a live plan into its thread (`chat.startStream`)
+    and falls back to the edited status message where streaming is unavailable; `on` does the
+    same but logs every fallback as a warning; `off` only edits the status message."""
     discord_token: SecretStr | None = Field(default=None, alias="DISCORD_TOKEN")
     discord_api_url: str | None = Field(default=None, alias="DISCORD_API_URL")
 
@@ -219,7 +232,7 @@ class Settings(BaseSettings):
         """`KEY=` in a .env file or a compose file means not set, not an empty key."""
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("max_run_cost_usd", "daily_budget_usd", mode="before")
+    @field_validator("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd", mode="before")
     @classmethod
     def _empty_is_no_limit(cls, value: Any) -> Any:
         """`RESEARCH_BOT_MAX_RUN_COST_USD=` (empty) turns the limit off."""

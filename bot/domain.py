@@ -7,11 +7,13 @@ import unicodedata
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, model_validator
 
 from bot.errors import RequestError
 
 MAX_TOPIC_CHARS = 300
+MAX_QUESTION_CHARS = 2_000
+"""A follow-up question: a question about a report may take a few sentences."""
 
 
 class Mode(StrEnum):
@@ -63,11 +65,17 @@ class Request(BaseModel):
     depth: Depth = Depth.QUICK
     language: str = "en"
     """The asker's language, a BCP 47 primary tag (`de`, `ja` …): the report is written in it."""
+    parent_run_id: str | None = None
+    """Set for a follow-up: the finished run it asks about (`topic` is then the question)."""
 
-    @field_validator("topic")
-    @classmethod
-    def _topic(cls, value: str) -> str:
-        return validate_topic(value)
+    @model_validator(mode="after")
+    def _topic(self) -> Request:
+        # After the fields, so a follow-up's question is checked as a question, not a topic.
+        if self.parent_run_id is None:
+            self.topic = validate_topic(self.topic)
+        else:
+            self.topic = validate_question(self.topic)
+        return self
 
 
 # ECMA-48 escape sequences, whole: OSC (title, OSC 8 hyperlink) up to BEL or ST, CSI (colours,
@@ -104,6 +112,18 @@ def validate_topic(value: str) -> str:
     return topic
 
 
+def validate_question(value: str) -> str:
+    """The one place a follow-up question is checked; the message goes to the person who asked."""
+    question = " ".join(strip_controls(value).split())
+    if not question:
+        raise RequestError("Ask a question about the run, e.g. `Who are their customers?`.")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RequestError(
+            f"That is {len(question)} characters; keep the question under {MAX_QUESTION_CHARS}."
+        )
+    return question
+
+
 class RunRecord(BaseModel):
     """A run as stored."""
 
@@ -132,3 +152,5 @@ class RunRecord(BaseModel):
     """The owner renews this while alive; past it, the run is an orphan (interrupted)."""
     delivered_at: datetime | None = None
     """When the outcome reached its front end (thread, file); None: still to deliver."""
+    parent_run_id: str | None = None
+    """A follow-up's run: the finished run it asked about (`topic` is the question)."""

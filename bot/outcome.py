@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from bot.agent.events import Ending, Usage
+from bot.agent.followup_answer import answer_markdown, versioned_filename
 from bot.agent.report import Report, report_filename
 from bot.domain import RunRecord, RunStatus
 from bot.store import Store
@@ -26,6 +27,12 @@ class Outcome(BaseModel):
     """Finished after a restart, from what it had stored."""
     redelivery: bool = False
     """Ended earlier, but is only now delivered (it could not be then)."""
+    answer: str | None = None
+    """A follow-up's answer for its thread (Markdown citing the run's numbered sources); `report`
+    is then the answer as stored, and `markdown` and `filename` the new report version's file,
+    if it made one."""
+    version: int | None = None
+    """The report version a follow-up made (2, 3 …), None when it made none."""
 
     @property
     def status(self) -> RunStatus:
@@ -48,6 +55,8 @@ async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
         if record.finished_at and record.started_at
         else 0.0
     )
+    if record.parent_run_id is not None:
+        return await _stored_follow_up(store, record, ending, report)
     return Outcome(
         ending=ending,
         report=report,
@@ -64,4 +73,35 @@ async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
         ),
         duration_s=took,
         redelivery=True,
+    )
+
+
+async def _stored_follow_up(
+    store: Store, record: RunRecord, ending: Ending, report: Report | None
+) -> Outcome:
+    """A follow-up's outcome: its answer, and the report version it made (as stored now)."""
+    outcome = Outcome(
+        ending=ending,
+        report=report,
+        answer=answer_markdown(report) if report is not None else None,
+        error=record.error,
+        turns=record.turns,
+        usage=usage_of(record),
+        redelivery=True,
+    )
+    made = await store.version_made_by(record.run_id)
+    if made is not None:
+        parent = await store.get_run(str(record.parent_run_id))
+        outcome.version, outcome.markdown = made
+        outcome.filename = versioned_filename(parent, made[0])
+    return outcome
+
+
+def usage_of(record: RunRecord) -> Usage:
+    return Usage(
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cache_read_tokens=record.cache_read_tokens,
+        cache_write_tokens=record.cache_write_tokens,
+        cost_usd=record.cost_usd,
     )

@@ -17,10 +17,19 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from bot.agent.control import Control
-from bot.agent.events import Ending, Event, ReportReady, RunFinished, RunQueued, Usage
+from bot.agent.events import (
+    Ending,
+    Event,
+    ReportReady,
+    ReportRevised,
+    RunFinished,
+    RunQueued,
+    Usage,
+)
 from bot.agent.report import Report, render_markdown, report_filename
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import RequestError, StoreError
+from bot.followup_persist import persist_follow_up
 from bot.mailbox import Mailbox, RunListener
 from bot.outcome import Outcome, stored_outcome
 from bot.owner import new_owner, owner_gone, owner_pid
@@ -310,11 +319,14 @@ class RunManager:
     ) -> Outcome:
         started = time.monotonic()
         report: Report | None = None
+        revised: Report | None = None
         try:
             async for event in events:
                 await self._emit(active, event)
                 if isinstance(event, ReportReady):
                     report = event.report
+                elif isinstance(event, ReportRevised):
+                    revised = event.report
                 elif isinstance(event, RunFinished):
                     outcome = Outcome(
                         ending=event.ending,
@@ -325,15 +337,23 @@ class RunManager:
                         duration_s=time.monotonic() - started,
                         recovered=recovered,
                     )
-                    return await self._persist(active, outcome)
+                    return await self._persist(active, outcome, revised)
         finally:
             if isinstance(events, AsyncGenerator):
                 await events.aclose()
         raise RuntimeError("the engine stopped without an ending")
 
-    async def _persist(self, active: _Active, outcome: Outcome) -> Outcome:
-        """Store the ending and the report's Markdown; from here the run cannot be lost."""
+    async def _persist(
+        self, active: _Active, outcome: Outcome, revised: Report | None = None
+    ) -> Outcome:
+        """Store the ending and the report's Markdown; from here the run cannot be lost. A
+        follow-up stores its answer, and its `revised` report as the next report version."""
         run_id = active.record.run_id
+        if active.record.parent_run_id is not None:
+            outcome = await persist_follow_up(self._store, run_id, outcome, revised)
+            active.record = await self._store.get_run(run_id)
+            active.persisted = True
+            return outcome
         saved = None
         if outcome.report is not None:
             record = await self._store.get_run(run_id)
@@ -378,6 +398,7 @@ def _request(record: RunRecord) -> Request:
         origin=record.origin,
         depth=record.depth,
         language=record.language,
+        parent_run_id=record.parent_run_id,
     )
 
 

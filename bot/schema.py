@@ -54,5 +54,22 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN depth TEXT NOT NULL DEFAULT 'quick';
     """,
+    # 5: follow-up questions (child runs of the run they ask about) and the report versions a
+    # follow-up makes (version 1 is the run's own row in `reports`; these are 2, 3 …).
+    """
+    ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs (run_id) ON DELETE CASCADE;
+    CREATE INDEX runs_parent ON runs (parent_run_id, created_at);
+    CREATE TABLE report_versions (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        version INTEGER NOT NULL, made_by TEXT NOT NULL REFERENCES runs (run_id),
+        title TEXT NOT NULL, tldr TEXT NOT NULL, markdown TEXT NOT NULL,
+        report_json TEXT NOT NULL, created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, version)
+    );
+    """,
+    # 6: a run found by its thread, for a follow-up question asked there.
+    """
+    CREATE INDEX runs_thread ON runs (platform, workspace, thread);
+    """,
 )
 """Append-only: never edit a shipped script, add the next. Script N takes user_version N to N+1."""

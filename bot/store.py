@@ -1,6 +1,7 @@
 """SQLite storage (its schema: bot/schema.py): runs (with their owner's lease and delivery), the
 append-only event log, reports, dedupe keys, and spend and run counts for the cost controls.
-Every query lives here; `bot/db.py` runs it."""
+Every query lives here (follow-ups' and report versions' in bot/store_followups.py); `bot/db.py`
+runs it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ from bot.db import Database
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import NotFoundError
 from bot.schema import MIGRATIONS
+from bot.store_followups import (
+    CHILDREN_OF,
+    FOLLOW_UPS,
+    add_version,
+    latest_report,
+    version_made_by,
+)
 from bot.usage import UsageRow
 
 Clock = Callable[[], datetime]
@@ -43,8 +51,8 @@ _SELECT_RUNS = "SELECT * FROM runs"
 _INSERT_RUN = f"""
     INSERT INTO runs (
         run_id, {", ".join(_ORIGIN_COLUMNS.values())}, topic, mode, status, created_at,
-        owner, lease_until, language, depth
-    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        owner, lease_until, language, depth, parent_run_id
+    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 _INSERT_EVENT = """
     INSERT INTO events (run_id, seq, kind, payload, at)
@@ -175,7 +183,7 @@ class Store:
         origin = [getattr(request.origin, field) for field in _ORIGIN_COLUMNS]
         rest = [request.topic, request.mode.value, RunStatus.QUEUED.value, _iso(self._now())]
         lease = _iso(lease_until) if lease_until else None
-        tail = (owner, lease, request.language, request.depth.value)
+        tail = (owner, lease, request.language, request.depth.value, request.parent_run_id)
 
         def work(conn: sqlite3.Connection) -> str:
             run_id = _new_run_id()
@@ -220,21 +228,28 @@ class Store:
         ending: str | None,
         error: str | None = None,
         report: tuple[Report, str] | None = None,
-    ) -> None:
-        """The ending, and the report with its Markdown, in one transaction."""
+        revision: tuple[Report, str] | None = None,
+    ) -> int | None:
+        """The ending, and the report with its Markdown, in one transaction. A follow-up's
+        `revision` becomes the next report version of the run it asked about: its number is
+        returned (None without one)."""
         now = _iso(self._now())
 
-        def work(conn: sqlite3.Connection) -> int:
+        def work(conn: sqlite3.Connection) -> tuple[int, int | None]:
             if report is not None:
                 document, markdown = report
                 row = (document.title, document.tldr, markdown, document.model_dump_json(), now)
                 conn.execute(_UPSERT_REPORT, (run_id, *row))
                 if document.support is not None:
                     _write_claims(conn, run_id, document.support)
-            return conn.execute(_FINISH_RUN, (status.value, ending, error, now, run_id)).rowcount
+            version = add_version(conn, run_id, revision, now) if revision is not None else None
+            changed = conn.execute(_FINISH_RUN, (status.value, ending, error, now, run_id))
+            return changed.rowcount, version
 
-        if not await self._db.write(work):
+        changed, version = await self._db.write(work)
+        if not changed:
             raise NotFoundError(f"No run {run_id} here.")
+        return version
 
     async def mark_delivered(self, run_id: str) -> None:
         await self._update_run(run_id, "delivered_at = ?", (_iso(self._now()),))
@@ -287,12 +302,35 @@ class Store:
         return _record(rows[0])
 
     async def list_runs(
-        self, *, platform: str | None = None, workspace: str | None = None, limit: int = 20
+        self,
+        *,
+        platform: str | None = None,
+        workspace: str | None = None,
+        limit: int = 20,
+        top_level: bool = False,
     ) -> list[RunRecord]:
+        """Newest first; `top_level`: without follow-ups (`follow_ups_of` gives them)."""
         where, params = _scope(platform, workspace)
+        if top_level:
+            where += " AND parent_run_id IS NULL"
         order = "ORDER BY created_at DESC, rowid DESC LIMIT ?"
         rows = await self._db.read(f"{_SELECT_RUNS} WHERE 1{where} {order}", (*params, limit))
         return [_record(row) for row in rows]
+
+    async def run_in_thread(
+        self, thread: str, *, platform: str, workspace: str, channel: str | None = None
+    ) -> RunRecord | None:
+        """The run (not a follow-up) whose thread this is, in that workspace; None if none."""
+        where, params = _scope(platform, workspace)
+        if channel is not None:
+            where += " AND channel = ?"
+            params = [*params, channel]
+        sql = (
+            f"{_SELECT_RUNS} WHERE thread = ?{where} AND parent_run_id IS NULL "
+            "ORDER BY created_at DESC, rowid DESC LIMIT 1"
+        )
+        rows = await self._db.read(sql, (thread, *params))
+        return _record(rows[0]) if rows else None
 
     async def runs_with_status(self, *statuses: RunStatus) -> list[RunRecord]:
         marks = ", ".join("?" * len(statuses))
@@ -335,11 +373,33 @@ class Store:
         return [EVENT_ADAPTER.validate_json(row["payload"]) for row in rows]
 
     async def report(self, run_id: str) -> tuple[Report, str] | None:
-        sql = "SELECT report_json, markdown FROM reports WHERE run_id = ?"
-        rows = await self._db.read(sql, (_clean_id(run_id),))
-        if not rows:
-            return None
-        return Report.model_validate_json(rows[0]["report_json"]), rows[0]["markdown"]
+        """The run's report as it stands: its newest version when follow-ups revised it."""
+        latest = await self.latest_report(run_id)
+        return None if latest is None else latest[1:]
+
+    async def latest_report(self, run_id: str) -> tuple[int, Report, str] | None:
+        """(version, report, markdown) of the run's newest report version; 1 is the original."""
+        wanted = _clean_id(run_id)
+        return await self._db.run(lambda conn: latest_report(conn, wanted))
+
+    async def follow_ups(self, run_id: str) -> list[RunRecord]:
+        """The follow-up runs asked about `run_id`, oldest first."""
+        return [_record(row) for row in await self._db.read(FOLLOW_UPS, (_clean_id(run_id),))]
+
+    async def follow_ups_of(self, run_ids: Sequence[str]) -> dict[str, list[RunRecord]]:
+        """The follow-ups of each of `run_ids` (history shows them under their run)."""
+        found: dict[str, list[RunRecord]] = {run_id: [] for run_id in run_ids}
+        if run_ids:
+            sql = CHILDREN_OF.format(marks=", ".join("?" * len(run_ids)))
+            for row in await self._db.read(sql, list(run_ids)):
+                record = _record(row)
+                found[str(record.parent_run_id)].append(record)
+        return found
+
+    async def version_made_by(self, run_id: str) -> tuple[int, str] | None:
+        """(version, markdown) of the report version the follow-up `run_id` made, if any."""
+        wanted = _clean_id(run_id)
+        return await self._db.run(lambda conn: version_made_by(conn, wanted))
 
     async def claim(self, key: str) -> bool:
         """A dedupe key, once: False when it was claimed before (within a day)."""

@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name in PROCESS_HEAVY:
             item.add_marker(pytest.mark.xdist_group("processes"))
+
+
 FAST_MODEL = "claude-haiku-4-5"
 
 

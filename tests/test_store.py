@@ -380,3 +380,22 @@ async def test_a_failing_append_fails_only_its_caller(store: Store, db_path: Pat
     assert [result for i, result in enumerate(results) if i != 1] == [None, None, None]
     assert query_file(db_path, "SELECT COUNT(*) FROM events") == [(3,)]
     assert query_file(db_path, "SELECT COUNT(*) FROM events WHERE run_id = 'nosuchrun00'") == [(0,)]
+
+
+async def test_a_run_is_found_by_its_thread_in_its_own_workspace_only(store: Store) -> None:
+    slack = Origin(platform="slack", workspace="T1", channel="C1", user="U1")
+    run = await store.create_run(Request(topic="Acme Robotics", origin=slack))
+    await store.set_location(run.run_id, channel="C1", thread="171.01")
+    child = await store.create_run(
+        Request(topic="Who are their customers?", origin=slack, parent_run_id=run.run_id)
+    )
+    await store.set_location(child.run_id, channel="C1", thread="171.01")
+
+    found = await store.run_in_thread("171.01", platform="slack", workspace="T1", channel="C1")
+    assert found is not None and found.run_id == run.run_id  # the run, not its follow-up
+    assert await store.run_in_thread("171.01", platform="slack", workspace="T2") is None
+    assert await store.run_in_thread("171.01", platform="discord", workspace="T1") is None
+    assert (
+        await store.run_in_thread("171.01", platform="slack", workspace="T1", channel="C2") is None
+    )
+    assert await store.run_in_thread("999.99", platform="slack", workspace="T1") is None

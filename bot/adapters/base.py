@@ -78,6 +78,16 @@ class ChatProgress:
         self._seen_urls: set[str] = set()
         self._failures: set[str] = set()
         self._token_refused = False
+        self.quiet = False
+        """Another view shows the progress (Slack's streamed plan): events only fold into the
+        status and its milestones wait; at the end neither the milestones nor the summary are
+        said here. `speak` ends it, and what waited then shows."""
+
+    def speak(self, run: RunRecord) -> None:
+        """Leave quiet mode: the status is edited to catch up, and milestones go out again."""
+        self.quiet = False
+        if self._posted and not self._token_refused:
+            self._request_edit(run)
 
     async def on_event(self, run: RunRecord, event: Event) -> None:
         if not self._posted:
@@ -86,7 +96,7 @@ class ChatProgress:
             self._apply(event)
             await self._sink.post_status(run, self.view)
             return
-        if self._token_refused:
+        if self._token_refused or self.quiet:
             self._apply(event)
             return
         try:
@@ -105,8 +115,9 @@ class ChatProgress:
         view.cost_usd = outcome.usage.cost_usd
         said = reported = edited = False
         try:
-            await self._quietly(run, "milestones", self._flush_milestones(run))
-            said = await self._quietly(
+            if not self.quiet:
+                await self._quietly(run, "milestones", self._flush_milestones(run))
+            said = self.quiet or await self._quietly(
                 run, "the summary", self._sink.reply(run, outcome_summary(outcome))
             )
             if outcome.markdown is not None and outcome.filename is not None:

@@ -1,4 +1,5 @@
-"""The `/research` command language both chat platforms share: parsing, help and history text."""
+"""The `/research` command language both chat platforms share: parsing, help and history text.
+What each command then does, and who may do it, is `bot.adapters.service`."""
 
 from __future__ import annotations
 
@@ -74,14 +75,22 @@ def parse_command(text: str) -> Command:
         if len(words) != 2:
             raise RequestError(EXPORT_USAGE)
         return export_command(*words)
+    return topic_command(text)
+
+
+def topic_command(text: str, usage: str = USAGE) -> Command:
+    """Research as typed: `<company>`, `contracts <filters>`, `deep <company>` or
+    `deep contracts <filters>` (what follows `/research`, or a message to the bot)."""
+    words = text.split(maxsplit=1) or [""]
+    head, rest = words[0].lower(), words[1] if len(words) > 1 else ""
     if head == "deep":
-        return deep_command(rest)
+        return deep_command(rest, usage)
     if head == "contracts":
-        return research_command(rest, Mode.CONTRACTS)
-    return research_command(text, Mode.COMPANY)
+        return research_command(rest, Mode.CONTRACTS, usage=usage)
+    return research_command(text, Mode.COMPANY, usage=usage)
 
 
-def deep_command(text: str) -> Command:
+def deep_command(text: str, usage: str = USAGE) -> Command:
     """What followed `/research deep`: a company, or `contracts` and its filters."""
     words = text.split(maxsplit=1)
     if not words:
@@ -90,8 +99,9 @@ def deep_command(text: str) -> Command:
             "`/research deep contracts <filters>`."
         )
     if words[0].lower() == "contracts":
-        return research_command(words[1] if len(words) > 1 else "", Mode.CONTRACTS, Depth.DEEP)
-    return research_command(text, Mode.COMPANY, Depth.DEEP)
+        rest = words[1] if len(words) > 1 else ""
+        return research_command(rest, Mode.CONTRACTS, Depth.DEEP, usage)
+    return research_command(text, Mode.COMPANY, Depth.DEEP, usage)
 
 
 def research_command(
@@ -140,6 +150,16 @@ def history_lines(runs: list[RunRecord]) -> list[str]:
         f"{format_cost(r.cost_usd)}"
         for r in runs
     ]
+
+
+def follow_up_line(child: RunRecord) -> str:
+    """One plain line for a follow-up question, marked as under the run above it."""
+    question = child.topic if len(child.topic) <= 80 else child.topic[:79] + "…"
+    ending = f" ({child.termination_reason})" if child.termination_reason else ""
+    return (
+        f"↳ `{child.run_id}` · follow-up: {question} · {child.status.value}{ending} · "
+        f"{format_cost(child.cost_usd)}"
+    )
 
 
 def _kind(run: RunRecord) -> str:

@@ -1,6 +1,7 @@
 """Discord's side of exporting a report: the finished message's format select (the file is posted
 in the run's thread) and `/research export` (the file is posted in the current channel). Which
-run may be exported, and how, is `Exporter`'s rule; this module only says where and how."""
+run may be exported, and how, is the command service's rule; this module only says where and
+how."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from typing import Any
 import discord
 
 from bot.adapters.commands import export_command
+from bot.adapters.discord_service import caller_of, mention, reply_text
 from bot.adapters.discord_sink import place_of, tell
 from bot.adapters.discord_views import safe_text
-from bot.adapters.exports import FORMAT_LABELS, ChatExport, Exporter
-from bot.errors import ConfigError, RequestError
+from bot.adapters.exports import FORMAT_LABELS, ChatExport
+from bot.adapters.service import CommandService, Reply
+from bot.errors import RequestError
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +29,9 @@ TITLE_CHARS = 300
 class DiscordExports:
     """Posts exported reports for the Discord client, with the bot token."""
 
-    def __init__(self, client: discord.Client, exporter: Exporter) -> None:
+    def __init__(self, client: discord.Client, service: CommandService) -> None:
         self._client = client
-        self._exporter = exporter
+        self._service = service
 
     async def export(
         self, interaction: discord.Interaction[Any], run_id: str, fmt: str, *, in_thread: bool
@@ -45,18 +48,12 @@ class DiscordExports:
     async def _export(
         self, interaction: discord.Interaction[Any], run_id: str, fmt: str, *, in_thread: bool
     ) -> None:
+        caller = caller_of(interaction)
         try:
             wanted = export_command(run_id, fmt)
-            done = await self._exporter.export(
-                wanted.run_id, wanted.fmt, workspace=str(interaction.guild_id)
-            )
-        except ConfigError as error:
-            # This machine cannot make the format (no Pango for a PDF): the operator must act.
-            log.warning("discord: export %s as %s: %s", run_id, fmt, error)
-            await tell(interaction, safe_text(str(error)))
-            return
+            done = await self._service.export(caller, wanted.run_id, wanted.fmt)
         except RequestError as error:
-            await tell(interaction, safe_text(str(error)))
+            await tell(interaction, reply_text(Reply.of(error)))
             return
         target = self._thread(done) if in_thread else interaction.channel
         if not isinstance(target, discord.abc.Messageable):
@@ -68,7 +65,7 @@ class DiscordExports:
             return
         label = FORMAT_LABELS[wanted.fmt]
         title = discord.utils.escape_markdown(safe_text(done.title[:TITLE_CHARS]))
-        text = f"<@{interaction.user.id}> shared report `{done.run.run_id}` as {label}: {title}"
+        text = f"{mention(caller.user)} shared report `{done.run.run_id}` as {label}: {title}"
         file = discord.File(io.BytesIO(done.file.data), filename=done.file.filename)
         try:
             await target.send(text, file=file, suppress_embeds=True)

@@ -1,5 +1,7 @@
-"""The Discord `ChatSink`: a run's message and thread, edits, replies and the report file, all
-sent with the bot token (never the interaction token, which dies after 15 minutes)."""
+"""The Discord `ChatSink`: a run's card (bot/adapters/discord_card.py) and its thread, edits,
+replies and the report file, all sent with the bot token (never the interaction token, which
+dies after 15 minutes). Runs the bot cannot post for (a user install) use
+bot/adapters/discord_interaction.py instead."""
 
 from __future__ import annotations
 
@@ -16,13 +18,8 @@ import discord
 
 from bot.adapters.base import ChatProgress
 from bot.adapters.chat import ChatError, StatusView, split_text
-from bot.adapters.discord_views import (
-    MESSAGE_LIMIT,
-    export_menu,
-    run_buttons,
-    safe_text,
-    status_embed,
-)
+from bot.adapters.discord_card import CardParts, run_card
+from bot.adapters.discord_views import MESSAGE_LIMIT, safe_text
 from bot.agent.events import Event
 from bot.domain import RunRecord
 from bot.errors import RequestError
@@ -74,8 +71,7 @@ async def send_report(
     pieces = split_text(text, MESSAGE_LIMIT) or [filename]
     for piece in pieces[:-1]:
         await channel.send(piece, suppress_embeds=True)
-    report = discord.File(io.BytesIO(markdown.encode()), filename=filename)
-    await channel.send(pieces[-1], file=report, suppress_embeds=True)
+    await channel.send(pieces[-1], file=_file(filename, markdown), suppress_embeds=True)
 
 
 async def tell(interaction: discord.Interaction[Any], text: str) -> None:
@@ -104,6 +100,8 @@ class DiscordSink:
         self._store = store
         self._places: dict[str, Place] = {}
         self._runs_by_message: dict[int, str] = {}
+        self._reports: dict[str, tuple[str, str]] = {}
+        """Reports delivered in their thread, by run: the finished card carries them too."""
 
     def thread_of(self, run_id: str) -> int | None:
         place = self._places.get(run_id)
@@ -135,16 +133,23 @@ class DiscordSink:
         message = self._client.get_partial_messageable(
             place.channel, guild_id=place.guild
         ).get_partial_message(place.thread)
-        if view.finished:
-            self._forget(run.run_id)
-            menu = export_menu(run.run_id) if view.has_report else None
+        if not view.finished:
             with discord_errors():
-                await message.edit(
-                    embed=status_embed(view), view=menu, allowed_mentions=NO_MENTIONS
-                )
-        else:
-            with discord_errors():
-                await message.edit(embed=status_embed(view), allowed_mentions=NO_MENTIONS)
+                await _edit_card(message, run_card(view, CardParts(buttons=True)))
+            return
+        report = self._reports.get(run.run_id)
+        self._forget(run.run_id)
+        if report is not None:
+            filename, markdown = report
+            card = run_card(view, CardParts(export=view.has_report, report=filename))
+            try:
+                await _edit_card(message, card, _file(filename, markdown))
+                return
+            except discord.HTTPException as error:
+                # Over this server's upload limit, say: the thread has the file already.
+                log.warning("run %s: the card could not carry the report: %s", run.run_id, error)
+        with discord_errors():
+            await _edit_card(message, run_card(view, CardParts(export=view.has_report)))
 
     async def reply(self, run: RunRecord, text: str) -> None:
         thread = self._thread(run)
@@ -159,6 +164,7 @@ class DiscordSink:
         if thread is not None:
             with discord_errors():
                 await send_report(thread, safe_text(comment), filename, markdown)
+            self._reports[run.run_id] = (filename, markdown)
 
     async def post_report_text(self, run: RunRecord, note: str, markdown: str) -> None:
         thread = self._thread(run)
@@ -170,7 +176,8 @@ class DiscordSink:
     async def _open_thread(self, run: RunRecord, view: StatusView) -> Place:
         """The run's message with its buttons, and the thread under it (or neither)."""
         channel = await self._text_channel(run)
-        message = await channel.send(embed=status_embed(view), view=run_buttons(run.run_id))
+        card = run_card(view, CardParts(buttons=True))
+        message = await channel.send(view=card, allowed_mentions=NO_MENTIONS)
         try:
             thread = await message.create_thread(
                 name=_thread_name(run), auto_archive_duration=THREAD_ARCHIVE_MINUTES
@@ -210,9 +217,27 @@ class DiscordSink:
         self._runs_by_message[place.thread] = run_id
 
     def _forget(self, run_id: str) -> None:
+        self._reports.pop(run_id, None)
         place = self._places.pop(run_id, None)
         if place is not None:
             self._runs_by_message.pop(place.thread, None)
+
+
+async def _edit_card(
+    message: discord.PartialMessage, card: discord.ui.LayoutView, *files: discord.File
+) -> None:
+    """The whole card again (a V2 message is its components). `embed=None` clears the embed of
+    a status message posted before cards, when a run recovered after an upgrade edits it."""
+    if files:
+        await message.edit(
+            view=card, embed=None, attachments=list(files), allowed_mentions=NO_MENTIONS
+        )
+    else:
+        await message.edit(view=card, embed=None, allowed_mentions=NO_MENTIONS)
+
+
+def _file(filename: str, markdown: str) -> discord.File:
+    return discord.File(io.BytesIO(markdown.encode()), filename=filename)
 
 
 def _thread_name(run: RunRecord) -> str:

@@ -1,5 +1,6 @@
-"""What the bot shows and offers on Discord: the `/research` command's shape, the status embed,
-the persistent run buttons and safe text.
+"""What the bot offers on Discord: the `/research` command's shape (installable to a server and
+to a person), the persistent run buttons and format select, and safe text. The run's card that
+carries them is bot/adapters/discord_card.py.
 
 The command and the buttons find their handlers on `interaction.client`, so their shapes can be
 synced without a running bot. The buttons and the finished run's format select are
@@ -16,21 +17,15 @@ from typing import Any, Literal, Protocol, Self, runtime_checkable
 import discord
 from discord import app_commands
 
-from bot.adapters.chat import ResearcherRow, StatusView, defuse_broadcasts, sources_label
+from bot.adapters.chat import defuse_broadcasts
 from bot.adapters.commands import MAX_USAGE_DAYS, USAGE_DAYS
 from bot.adapters.exports import FORMAT_LABELS
 from bot.adapters.links import web_links_only
-from bot.agent.events import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Depth, Mode
 from bot.errors import ConfigError
 
 MESSAGE_LIMIT = 2000
 """Discord's limit on a message's content, in characters."""
-DESCRIPTION_LIMIT = 4096
-"""Discord's limit on an embed's description."""
-ROW_QUESTION_CHARS = 90
-ROW_ACTION_CHARS = 60
-"""A deep run's researcher row: its sub-question and what it does are cut to these, then escaped."""
 Action = Literal["summarize", "cancel"]
 
 _EMOJI = {
@@ -70,38 +65,6 @@ def safe_text(text: str) -> str:
     """Untrusted text (the model's, the web's) made inert for display: no broadcast, user or role
     mention survives even if allowed mentions were ever loosened, and only http(s) links stay."""
     return discord.utils.escape_mentions(defuse_broadcasts(web_links_only(text)))
-
-
-def status_embed(view: StatusView) -> discord.Embed:
-    """The run's parent message. Topic and action may hold untrusted text: escaped, not obeyed."""
-    title = f"{view.mode.capitalize()} research: {view.topic}"
-    lines = [f"**Status:** {view.state}" + (f" · turn {view.turn}" if view.turn else "")]
-    if view.action:
-        lines.append(f"**Now:** {discord.utils.escape_markdown(safe_text(view.action))}")
-    lines.append(f"**Sources:** {view.sources} · **Cost:** {format_cost(view.cost_usd)}")
-    lines += [_researcher_line(row, finished=view.finished) for row in view.researchers]
-    lines.append(f"Asked by <@{view.requester}> · run `{view.run_id}`")
-    colour = discord.Colour.green() if view.finished else discord.Colour.blurple()
-    description = "\n".join(lines)[:DESCRIPTION_LIMIT]
-    return discord.Embed(title=safe_text(title)[:256], description=description, colour=colour)
-
-
-def _researcher_line(row: ResearcherRow, *, finished: bool) -> str:
-    """`✓ **2.** sub-question · 4 sources`; while it works, what it is doing instead of ✓."""
-    parts = [
-        f"{'✓' if row.done else '•'} **{row.agent}.** {_inert(row.question, ROW_QUESTION_CHARS)}"
-    ]
-    if row.action and not finished:
-        parts.append(_inert(row.action, ROW_ACTION_CHARS))
-    if row.sources:
-        parts.append(sources_label(row.sources))
-    return " · ".join(parts)
-
-
-def _inert(text: str, limit: int) -> str:
-    """Untrusted text cut to `limit` (before escaping, so no escape is cut in half), made inert."""
-    cut = text if len(text) <= limit else text[: limit - 1] + "…"
-    return discord.utils.escape_markdown(safe_text(cut))
 
 
 @runtime_checkable
@@ -146,13 +109,18 @@ FORMATS = [
 
 
 def research_group() -> app_commands.Group:
-    """`/research company|contracts [depth]|history|usage [days]|show|export`, in servers only."""
+    """`/research company|contracts [depth]|history|usage [days]|show|export`.
+
+    Installable to a server (runs get a thread there) and to a person, who can then use it in
+    DMs and in servers the bot has not joined (runs live in the command's own reply).
+    """
     group = app_commands.Group(
         name="research",
         description="Research a company or open public contracts",
-        guild_only=True,
-        allowed_contexts=app_commands.AppCommandContext(guild=True),
-        allowed_installs=app_commands.AppInstallationType(guild=True),
+        allowed_contexts=app_commands.AppCommandContext(
+            guild=True, dm_channel=True, private_channel=True
+        ),
+        allowed_installs=app_commands.AppInstallationType(guild=True, user=True),
     )
 
     @group.command(name="company", description="Research a company: a sourced profile")
@@ -269,18 +237,3 @@ class ExportSelect(
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         fmt = self.item.values[0] if self.item.values else ""
         await _handlers(interaction).export_report(interaction, self.run_id, fmt, in_thread=True)
-
-
-def export_menu(run_id: str) -> discord.ui.View:
-    """The select under a finished run's message; `timeout=None` so it never expires."""
-    view = discord.ui.View(timeout=None)
-    view.add_item(ExportSelect(run_id))
-    return view
-
-
-def run_buttons(run_id: str) -> discord.ui.View:
-    """The two buttons under a running run's message; `timeout=None` so they never expire."""
-    view = discord.ui.View(timeout=None)
-    view.add_item(RunButton("summarize", run_id))
-    view.add_item(RunButton("cancel", run_id))
-    return view

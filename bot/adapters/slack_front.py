@@ -1,9 +1,12 @@
-"""The Slack front end's handlers: `/research`, its buttons and the summarize reaction on a
-slack-bolt `AsyncApp`, and the listener that finishes interrupted runs in their old threads."""
+"""The Slack front end's handlers on a slack-bolt `AsyncApp`: `/research`, its buttons, the
+summarize reaction, a person stopping a run's stream, mentions (bot/adapters/slack_mentions.py)
+and the agent view (bot/adapters/slack_assistant.py); and the listeners that finish interrupted
+runs and follow-ups in their old threads."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -11,46 +14,46 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.base import ChatProgress
-from bot.adapters.chat import FILE_REFUSED, ChatError, StatusView
-from bot.adapters.commands import USAGE, Command, history_lines, parse_command
-from bot.adapters.exports import Exporter
+from bot.adapters.chat import ChatError, StatusView
+from bot.adapters.commands import Command, parse_command, topic_command
+from bot.adapters.service import Action, Caller, CommandService, Refused, Reply
+from bot.adapters.slack_assistant import AssistantSink, SlackAssistant
 from bot.adapters.slack_export import SlackExports
+from bot.adapters.slack_followup import SlackThreads
+from bot.adapters.slack_mentions import SlackMentions
 from bot.adapters.slack_render import (
     ACTION_CANCEL,
     ACTION_EXPORT,
     ACTION_SUMMARIZE,
-    MESSAGE_CHARS,
-    clip,
-    escape,
-    mention,
-    message_text,
-    shared_report_text,
     unescape_incoming,
+)
+from bot.adapters.slack_service import (
+    PLATFORM,
+    action_caller,
+    command_caller,
+    reply_text,
+    share_report,
 )
 from bot.adapters.slack_sink import (
     SlackBudget,
     SlackSink,
     make_client,
     post_ephemeral,
-    post_message,
-    post_text,
     require_slack_settings,
     slack_errors,
-    upload_file,
 )
-from bot.agent.i18n import language_for
-from bot.agent.report import report_filename
+from bot.adapters.slack_stream import StreamingProgress, StreamOptions, slack_progress
+from bot.adapters.slack_summarize import SummarizeEvents
 from bot.config import Settings
-from bot.domain import Origin, Request, RunRecord
-from bot.errors import ConfigError, NotFoundError, RequestError
+from bot.domain import Origin, RunRecord
+from bot.errors import ConfigError, RequestError
+from bot.followups import FollowUps
 from bot.runs import RunListener, RunManager
 from bot.store import Store
-from bot.usage import one_workspace, period_start, usage_lines
 
 log = logging.getLogger(__name__)
 
 COMMAND = "/research"
-HISTORY_LIMIT = 15
 CANNOT_POST = (
     "I can't post in this channel. Invite me first (`/invite @research-bot`), "
     "or run `/research` in a channel I'm in."
@@ -59,7 +62,8 @@ TOKEN_REFUSED = (
     "Slack refused my token, so I can't post the run: an admin needs to reinstall the app. "
     "The run was cancelled."
 )
-FINISHED = "That run has finished."
+Tell = Callable[[str], Awaitable[Any]]
+"""Says a short private note (safe mrkdwn) to the person who started the run."""
 
 
 class SlackFrontEnd:
@@ -74,6 +78,7 @@ class SlackFrontEnd:
         client: AsyncWebClient | None = None,
         budget: SlackBudget | None = None,
         edit_interval_s: float = 3.0,
+        followups: FollowUps | None = None,
     ) -> None:
         require_slack_settings(settings)
         self.client = client or make_client(settings)
@@ -81,15 +86,15 @@ class SlackFrontEnd:
         self._runs = runs
         self._store = store
         self._edit_interval = edit_interval_s
-        self._emoji = settings.summarize_emoji.strip(":")
+        self._streaming = settings.slack_streaming
         self._parents: dict[tuple[str, str], str] = {}
         """(channel, parent ts) -> run id, for the runs this process can still summarize."""
         self._locales: dict[tuple[str, str], str] = {}
         """(team, user) -> the user's Slack locale (`de-DE`), asked once per user."""
-        exporter = Exporter(
-            store, platform="slack", place="workspace", font_dir=settings.export_fonts
+        self.service = CommandService(
+            runs, store, platform=PLATFORM, place="workspace", font_dir=settings.export_fonts
         )
-        self._exports = SlackExports(self.client, exporter)
+        self._exports = SlackExports(self.client, self.service)
         secret = settings.slack_signing_secret
         self.app = AsyncApp(
             client=self.client,
@@ -100,12 +105,24 @@ class SlackFrontEnd:
         self.app.action(ACTION_SUMMARIZE)(self._on_summarize)
         self.app.action(ACTION_CANCEL)(self._on_cancel)
         self.app.action(ACTION_EXPORT)(self._exports.on_select)
-        self.app.event("reaction_added")(self._on_reaction)
+        summarize = SummarizeEvents(
+            self.service, store, self._parents, emoji=settings.summarize_emoji
+        )
+        self.app.event("reaction_added")(summarize.on_reaction)
+        self.app.event("agent_session_stopped")(summarize.on_stream_stopped)
+        self.threads = SlackThreads(
+            self.client, store, self.budget, followups or FollowUps(store, runs), self._parents
+        )
+        self.app.event("app_mention")(SlackMentions(self, self.threads, store).on_mention)
+        self.app.assistant(SlackAssistant(self, self.threads, store).assistant)
 
     def listener_for(self, run: RunRecord) -> RunListener | None:
-        """For `RunManager.recover`: a Slack run finishes in its old thread; others are not ours."""
-        if run.origin.platform != "slack" or not run.origin.channel:
+        """For `RunManager.recover`: a Slack run or follow-up finishes in its old thread; others
+        are not ours."""
+        if run.origin.platform != PLATFORM or not run.origin.channel:
             return None
+        if run.parent_run_id is not None:
+            return self.threads.listener(run.origin)
         return self._progress(
             run.origin,
             run.topic,
@@ -137,15 +154,18 @@ class SlackFrontEnd:
         run_id: str = "",
         thread: str = "",
         resumed: bool = False,
-        respond: AsyncRespond | None = None,
-    ) -> ChatProgress:
+        tell: Tell | None = None,
+    ) -> ChatProgress | StreamingProgress:
+        """The listener of one run: in a new parent message and its thread, or in an agent-view
+        `thread` (a DM with the app: runs there are only ever started from its threads)."""
+
         async def unreachable(run: RunRecord, error: ChatError) -> None:
             self._runs.cancel(run.run_id)
-            if respond is not None:
-                text = TOKEN_REFUSED if error.auth else CANNOT_POST
-                await respond(text=text, response_type="ephemeral")
+            if tell is not None:
+                await tell(TOKEN_REFUSED if error.auth else CANNOT_POST)
 
-        sink = SlackSink(
+        in_agent_view = origin.channel.startswith("D") and bool(thread)
+        sink = (AssistantSink if in_agent_view else SlackSink)(
             self.client,
             self._store,
             self.budget,
@@ -157,11 +177,15 @@ class SlackFrontEnd:
             on_unreachable=unreachable,
         )
         view = StatusView(run_id=run_id, topic=topic, mode=mode, requester=origin.user)
-        return ChatProgress(
+        return slack_progress(
+            self.client,
             sink,
             view,
-            limiter=self.budget.updates(origin.workspace),
-            min_edit_interval_s=self._edit_interval,
+            budget=self.budget,
+            origin=origin,
+            options=StreamOptions(mode=self._streaming),
+            on_stop=lambda run: self._runs.summarize(run.run_id),
+            edit_interval_s=self._edit_interval,
         )
 
     async def _on_command(
@@ -171,14 +195,16 @@ class SlackFrontEnd:
         try:
             parsed = parse_command(unescape_incoming(command.get("text", "")))
         except RequestError as error:
-            await ack(text=escape(str(error)), response_type="ephemeral")
+            await ack(text=reply_text(Reply.of(error)), response_type="ephemeral")
             return
         if parsed.kind == "help":
-            await ack(text=escape(USAGE), response_type="ephemeral")
+            await ack(text=reply_text(self.service.help()), response_type="ephemeral")
             return
         await ack()
         try:
-            await self._run_command(parsed, command, respond)
+            await self._run_command(parsed, command_caller(command), respond)
+        except RequestError as error:
+            await respond(text=reply_text(Reply.of(error)), response_type="ephemeral")
         except Exception:
             # The adapter's edge: log it, and tell the person something they can act on.
             log.exception("slack: /research %s failed", parsed.kind)
@@ -187,173 +213,85 @@ class SlackFrontEnd:
                 response_type="ephemeral",
             )
 
-    async def _run_command(
-        self, parsed: Command, command: dict[str, Any], respond: AsyncRespond
-    ) -> None:
-        team = str(command.get("team_id", ""))
+    async def _run_command(self, parsed: Command, caller: Caller, respond: AsyncRespond) -> None:
+        """After the ack. Raises RequestError with what to tell the person privately."""
         if parsed.kind == "history":
-            runs = await self._store.list_runs(
-                platform="slack", workspace=team, limit=HISTORY_LIMIT
-            )
-            lines = "\n".join(escape(line) for line in history_lines(runs))
-            await respond(
-                text=clip(f"*Recent research in this workspace*\n{lines}", MESSAGE_CHARS),
-                response_type="ephemeral",
-            )
+            reply = await self.service.history(caller)
+            await respond(text=reply_text(reply), response_type="ephemeral")
         elif parsed.kind == "usage":
-            await self._usage(team, parsed.days, respond)
+            reply = await self.service.usage(caller, parsed.days)
+            await respond(text=reply_text(reply), response_type="ephemeral")
         elif parsed.kind == "show":
-            await self._show(parsed.run_id, command, respond)
+            await self._show(caller, parsed.run_id, respond)
         elif parsed.kind == "export":
-            await self._exports.here(parsed, command, respond)
+            await self._exports.here(caller, parsed, respond)
         else:
-            await self._start(parsed, command, respond)
+            await self._start(caller, parsed, respond)
 
-    async def _start(self, parsed: Command, command: dict[str, Any], respond: AsyncRespond) -> None:
-        team = str(command.get("team_id", ""))
-        origin = Origin(
-            platform="slack",
-            workspace=team,
-            channel=command["channel_id"],
-            user=command["user_id"],
-            user_name=command.get("user_name", ""),
+    async def _start(self, caller: Caller, parsed: Command, respond: AsyncRespond) -> None:
+        async def tell(text: str) -> None:
+            await respond(text=text, response_type="ephemeral")
+
+        await self._submit(caller, parsed, tell=tell)
+
+    async def research(self, caller: Caller, text: str, *, thread: str = "") -> RunRecord:
+        """Start the research a message asks for (`deep Acme`): a new run message in the
+        caller's channel, or the run shown in an agent-view `thread`. Raises RequestError with
+        what to tell the person."""
+        record = await self._submit(caller, topic_command(text), thread=thread)
+        if thread:
+            # The thread is the run's from now on: a second message there is a follow-up.
+            self._parents[(caller.channel, thread)] = record.run_id
+        return record
+
+    async def _submit(
+        self, caller: Caller, wanted: Command, *, thread: str = "", tell: Tell | None = None
+    ) -> RunRecord:
+        progress = self._progress(
+            caller.origin(), wanted.topic, wanted.mode.value, thread=thread, tell=tell
         )
-        progress = self._progress(origin, parsed.topic, parsed.mode.value, respond=respond)
-        locale = await self._locale(team, origin.user)
-        request = Request(
-            topic=parsed.topic,
-            mode=parsed.mode,
-            origin=origin,
-            depth=parsed.depth,
-            language=language_for(locale, parsed.topic),
-        )
-        try:
-            record = await self._runs.submit(request, progress)
-        except RequestError as error:  # a daily budget or hourly limit said no
-            await respond(text=escape(str(error)), response_type="ephemeral")
-            return
+        caller = caller.model_copy(update={"locale": await self._locale(caller)})
+        record = await self.service.start(caller, wanted, progress)
         progress.view.run_id = record.run_id
-        log.info(
-            "slack: run %s started by %s in %s/%s",
-            record.run_id,
-            origin.user,
-            team,
-            origin.channel,
-        )
+        return record
 
-    async def _usage(self, team: str, days: int, respond: AsyncRespond) -> None:
-        since = period_start(self._store.now(), days)
-        rows = await self._store.usage(since=since, platform="slack", workspace=team)
-        found = one_workspace(rows, since=since.date(), days=days)
-        lines = "\n".join(escape(line) for line in usage_lines(found, days=days))
-        await respond(
-            text=clip(f"*Research spend in this workspace*\n{lines}", MESSAGE_CHARS),
-            response_type="ephemeral",
-        )
-
-    async def _locale(self, team: str, user: str) -> str | None:
+    async def _locale(self, caller: Caller) -> str | None:
         """The user's locale from `users.info` (cached); None when Slack will not say (an
         install without `users:read`): the topic's language decides then."""
-        key = (team, user)
+        key = (caller.workspace, caller.user)
         if key not in self._locales:
             try:
                 with slack_errors():
-                    info = await self.client.users_info(user=user, include_locale=True)
+                    info = await self.client.users_info(user=caller.user, include_locale=True)
             except ChatError as error:
-                log.warning("slack: no locale for %s: %s", user, error)
+                log.warning("slack: no locale for %s: %s", caller.user, error)
                 return None
             self._locales[key] = str((info.get("user") or {}).get("locale") or "")
         return self._locales[key] or None
 
-    async def _show(self, run_id: str, command: dict[str, Any], respond: AsyncRespond) -> None:
+    async def _show(self, caller: Caller, run_id: str, respond: AsyncRespond) -> None:
         """Re-post a past report of this workspace here: its TL;DR, and the file in the thread."""
+        shared = await self.service.show(caller, run_id)
         try:
-            record = await self._store.get_run(
-                run_id, platform="slack", workspace=str(command.get("team_id", ""))
-            )
-        except NotFoundError:
-            await respond(
-                text=f"No run `{escape(run_id)}` in this workspace. "
-                "`/research history` lists them.",
-                response_type="ephemeral",
-            )
-            return
-        found = await self._store.report(record.run_id)
-        if found is None:
-            await respond(
-                text=f"Run `{record.run_id}` has no report ({record.status.value}).",
-                response_type="ephemeral",
-            )
-            return
-        report, markdown = found
-        channel = command["channel_id"]
-        text = shared_report_text(command["user_id"], record.run_id, report.title, report.tldr)
-        try:
-            await self._share(channel, text, report_filename(record), markdown)
+            await share_report(self.client, self.budget, caller.channel, shared)
         except ChatError as error:
-            log.warning("slack: cannot re-post %s in %s: %s", record.run_id, channel, error)
+            log.warning("slack: cannot re-post %s in %s: %s", run_id, caller.channel, error)
             await respond(text=CANNOT_POST, response_type="ephemeral")
-
-    async def _share(self, channel: str, text: str, filename: str, markdown: str) -> None:
-        """`text`, then the report file in its thread, or the report as messages if the file is
-        refused. Raises ChatError when Slack takes neither."""
-        with slack_errors():
-            ts = await post_message(self.client, self.budget, channel, text=text)
-        try:
-            with slack_errors():
-                await upload_file(self.client, channel, ts, filename, markdown)
-        except ChatError as error:
-            log.warning("slack: report file refused in %s: %s", channel, error)
-            note = message_text(FILE_REFUSED.format(reason=error.reason))
-            with slack_errors():
-                await post_message(self.client, self.budget, channel, text=note, thread_ts=ts)
-                await post_text(self.client, self.budget, channel, ts, markdown)
 
     async def _on_summarize(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        run_id, team, user, channel = _action_context(body)
-        record = self._runs.get_active(run_id)
-        if record is None or record.origin.workspace != team or not self._runs.summarize(run_id):
-            await self._ephemeral(channel, user, FINISHED)
+        await self._press(body, "summarize")
 
     async def _on_cancel(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        run_id, team, user, channel = _action_context(body)
-        record = self._runs.get_active(run_id)
-        if record is None or record.origin.workspace != team:
-            await self._ephemeral(channel, user, FINISHED)
-        elif record.origin.user != user:
-            await self._ephemeral(
-                channel, user, f"Only {mention(record.origin.user)} can cancel this run."
-            )
-        else:
-            self._runs.cancel(run_id)
+        await self._press(body, "cancel")
 
-    async def _on_reaction(self, event: dict[str, Any], body: dict[str, Any]) -> None:
-        item = event.get("item") or {}
-        if event.get("reaction") != self._emoji or item.get("type") != "message":
-            return
-        run_id = self._parents.get((str(item.get("channel")), str(item.get("ts"))))
-        event_id = body.get("event_id")
-        if run_id is None or not event_id:
-            return
-        # Slack retries events it thinks we missed: each one acts once, even across restarts.
-        if not await self._store.claim(f"slack:{event_id}"):
-            log.info("slack: event %s already handled", event_id)
-            return
-        self._runs.summarize(run_id)
-
-    async def _ephemeral(self, channel: str, user: str, text: str) -> None:
-        await post_ephemeral(self.client, channel, user, text)
-
-
-def _action_context(body: dict[str, Any]) -> tuple[str, str, str, str]:
-    """(run id, team, user, channel) of a button press."""
-    user = body.get("user") or {}
-    team = (body.get("team") or {}).get("id") or user.get("team_id", "")
-    return (
-        str(body["actions"][0].get("value", "")),
-        str(team),
-        str(user.get("id", "")),
-        str((body.get("channel") or {}).get("id", "")),
-    )
+    async def _press(self, body: dict[str, Any], action: Action) -> None:
+        """A run button: the run's thread shows what it did; only a refusal is said privately."""
+        caller = action_caller(body)
+        run_id = str(body["actions"][0].get("value", ""))
+        try:
+            self.service.press(caller, action, run_id)
+        except Refused as refused:
+            text = reply_text(refused.reply)
+            await post_ephemeral(self.client, caller.channel, caller.user, text)

@@ -29,8 +29,16 @@ ROW_QUESTION_CHARS = 90
 ROW_ACTION_CHARS = 60
 """A deep run's researcher row: its sub-question and what it does, escaped, then cut to these."""
 
+MARKDOWN_CHARS = 12_000
+"""Slack's limit for `markdown` blocks, cumulative per message, and for a stream's `markdown_text`."""
+PLAIN_CHARS = 150
+"""A streamed task's or plan's title: plain text, kept short."""
+
 _USER_ID = re.compile(r"^[UW][A-Z0-9]+$")
 _PARTIAL_ENTITY = re.compile(r"&[a-z]{0,3}$")
+_TOKEN_OPENER = re.compile(r"(<|&lt;)(?=[@!#]|[A-Za-z][\w+.-]*:)")
+"""The start of a Slack token (`<@U…>`, `<!here>`, `<#C…>`, `<url|label>`), also as an entity."""
+_ANY_OPENER = re.compile(r"(<|&lt;)")
 
 
 def escape(text: str) -> str:
@@ -42,6 +50,48 @@ def escape(text: str) -> str:
     """
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return defuse_broadcasts(text)
+
+
+def safe_markdown(text: str) -> str:
+    """Untrusted Markdown (model, web) for Slack's `markdown` block and streamed text: it keeps
+    its formatting (`**bold**`, lists, `[label](http…)` links) and notifies nobody. A zero-width
+    joiner after the `<` of every `<@…>`, `<!…>`, `<#…>`, `<url|label>` and before the word of a
+    bare `@here` keeps them as typed but never a mention or a disguised link."""
+    return defuse_broadcasts(_TOKEN_OPENER.sub("\\1\u2060", web_links_only(text)))
+
+
+def safe_plain(text: str, limit: int = PLAIN_CHARS) -> str:
+    """Untrusted text as a short plain-text label (a streamed task's title): no `<…>` of it can
+    become a mention or a link, and it shows as typed."""
+    flat = " ".join(text.split())
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return defuse_broadcasts(_ANY_OPENER.sub("\\1\u2060", flat))
+
+
+def markdown_blocks(text: str) -> list[dict[str, Any]]:
+    """Untrusted Markdown as one `markdown` block, within Slack's per-message limit."""
+    safe = safe_markdown(text)
+    if len(safe) > MARKDOWN_CHARS:
+        safe = safe[: MARKDOWN_CHARS - 1] + "…"
+    return [{"type": "markdown", "text": safe}]
+
+
+def closing_blocks(run_id: str, *, has_report: bool) -> list[dict[str, Any]]:
+    """The actions under a finished run's streamed reply: its report in each format, and how to
+    share it again elsewhere."""
+    blocks: list[dict[str, Any]] = []
+    if has_report:
+        blocks.append(
+            {"type": "actions", "block_id": "research_export", "elements": [export_menu(run_id)]}
+        )
+    share = f"`/research show {escape(run_id)}` posts it again in any channel"
+    blocks.append(
+        {
+            "type": "context",
+            "elements": [{"type": "mrkdwn", "text": f"Run `{escape(run_id)}` · {share}"}],
+        }
+    )
+    return blocks
 
 
 def unescape_incoming(text: str) -> str:

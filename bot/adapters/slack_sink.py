@@ -20,7 +20,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.adapters.chat import ChatError, StatusView, split_text
-from bot.adapters.slack_render import escape, message_text, status_blocks, status_text
+from bot.adapters.slack_render import (
+    escape,
+    markdown_blocks,
+    message_text,
+    status_blocks,
+    status_text,
+)
 from bot.config import Settings
 from bot.domain import RunRecord
 from bot.errors import ConfigError
@@ -38,6 +44,12 @@ UPDATE_BURST = 10
 POSTS_PER_SECOND = 1
 """`chat.postMessage` allows about one a second per channel, with short bursts."""
 POST_BURST = 3
+STREAM_ENDS_PER_MINUTE = 12
+"""`chat.startStream` and `chat.stopStream` are each Tier 2 (about 20 a minute per workspace)."""
+STREAM_END_BURST = 8
+APPENDS_PER_MINUTE = 80
+"""`chat.appendStream` is Tier 4 (100 or more a minute per workspace): a margin below it."""
+APPEND_BURST = 10
 
 REPORT_PIECE_CHARS = 3_000
 """A report posted as messages is cut into pieces this long before escaping. Escaping can at
@@ -128,6 +140,11 @@ class SlackBudget:
         self._post_bucket = (post_burst, post_burst / posts_per_second)
         self._updates: dict[str, AsyncLimiter] = {}
         self._posts: dict[str, AsyncLimiter] = {}
+        self._stream_ends: dict[str, AsyncLimiter] = {}
+        self._appends: dict[str, AsyncLimiter] = {}
+        self.unstreamable: set[str] = set()
+        """Workspaces that refused `chat.startStream` as unavailable to this app: runs there
+        use the edited status message without asking again (until the process restarts)."""
 
     def updates(self, team: str) -> AsyncLimiter:
         """The `chat.update` budget of one workspace."""
@@ -142,6 +159,21 @@ class SlackBudget:
         if channel not in self._posts:
             self._posts[channel] = AsyncLimiter(*self._post_bucket)
         return self._posts[channel]
+
+    def stream_ends(self, method: str, team: str) -> AsyncLimiter:
+        """The budget of `chat.startStream` or `chat.stopStream` (each its own) in a workspace."""
+        key = f"{method} {team}"
+        if key not in self._stream_ends:
+            self._stream_ends[key] = AsyncLimiter(
+                STREAM_END_BURST, STREAM_END_BURST * 60 / STREAM_ENDS_PER_MINUTE
+            )
+        return self._stream_ends[key]
+
+    def appends(self, team: str) -> AsyncLimiter:
+        """The `chat.appendStream` budget of one workspace."""
+        if team not in self._appends:
+            self._appends[team] = AsyncLimiter(APPEND_BURST, APPEND_BURST * 60 / APPENDS_PER_MINUTE)
+        return self._appends[team]
 
 
 async def post_message(
@@ -255,7 +287,7 @@ class SlackSink:
     async def reply(self, run: RunRecord, text: str) -> None:
         if self._ts:
             with slack_errors():
-                await self._post(message_text(text))
+                await self._post(message_text(text), blocks=markdown_blocks(text))
 
     async def upload_report(
         self, run: RunRecord, filename: str, markdown: str, comment: str
@@ -272,8 +304,10 @@ class SlackSink:
                 await self._post(message_text(note))
                 await post_text(self._client, self._budget, self._channel, self._ts, markdown)
 
-    async def _post(self, text: str) -> None:
-        await post_message(self._client, self._budget, self._channel, text=text, thread_ts=self._ts)
+    async def _post(self, text: str, blocks: list[dict[str, Any]] | None = None) -> None:
+        await post_message(
+            self._client, self._budget, self._channel, text=text, blocks=blocks, thread_ts=self._ts
+        )
 
 
 async def upload_file(
@@ -331,6 +365,14 @@ async def post_ephemeral(client: AsyncWebClient, channel: str, user: str, text: 
 async def post_text(
     client: AsyncWebClient, budget: SlackBudget, channel: str, thread_ts: str, markdown: str
 ) -> None:
-    """Untrusted text of any length as thread messages, escaped, in order."""
+    """Untrusted Markdown of any length as thread messages, in order: each a `markdown` block
+    (formatting shown, mentions defused), with its escaped text for notifications."""
     for piece in split_text(markdown, REPORT_PIECE_CHARS):
-        await post_message(client, budget, channel, text=escape(piece), thread_ts=thread_ts)
+        await post_message(
+            client,
+            budget,
+            channel,
+            text=escape(piece),
+            blocks=markdown_blocks(piece),
+            thread_ts=thread_ts,
+        )

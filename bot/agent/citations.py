@@ -56,15 +56,18 @@ class Checked:
     unverified: int
 
 
-def check(text: str, lookup: Callable[[str], int | None], count: int) -> Checked:
-    """`lookup`: the run's number for a URL it retrieved, else None; `count`: how many it has."""
+def check(
+    text: str, lookup: Callable[[str], int | None], count: int, *, renumber: bool = True
+) -> Checked:
+    """`lookup`: the run's number for a URL it retrieved, else None; `count`: how many it has.
+    `renumber` False keeps the run's numbers (a follow-up cites its run's list as it stands)."""
     tokens = html_blocks_as_text(parse(text))
     parts = _split(tokens)
     title = _take_title(parts)
     # The model's own bibliography: a trailing section shaped like one (never the first section).
     while len(parts) > 1 and is_sources_section(parts[-1]):
         parts.pop()
-    checker = _Checker(lookup, count)
+    checker = _Checker(lookup, count, renumber=renumber)
     checked_title = render_inline(checker.inline(title)) if title is not None else None
     sections = []
     for part in (p for p in parts if p.heading is not None or p.body):
@@ -161,9 +164,12 @@ _CLOSERS = set(LINK_OPENERS.values())
 class _Checker:
     """Renumbers citations in document order and counts the statements that lost theirs."""
 
-    def __init__(self, lookup: Callable[[str], int | None], count: int) -> None:
+    def __init__(
+        self, lookup: Callable[[str], int | None], count: int, *, renumber: bool = True
+    ) -> None:
         self._lookup = lookup
         self._count = count
+        self._renumbers = renumber
         self._new: dict[int, int] = {}
         self.cited: list[int] = []
         self.unverified = 0
@@ -273,7 +279,7 @@ class _Checker:
     def _renumber(self, old: int) -> int:
         if old not in self._new:
             self.cited.append(old)
-            self._new[old] = len(self.cited)
+            self._new[old] = len(self.cited) if self._renumbers else old
         return self._new[old]
 
 

@@ -16,6 +16,9 @@ class Ending(StrEnum):
     """Why a run stopped: its `termination_reason`."""
 
     COMPLETED = "completed"
+    ANSWERED = "answered"
+    """A follow-up answered from its run's stored evidence, without researching further (a
+    follow-up that did research ends `completed`)."""
     MAX_TURNS_SYNTHESIZED = "max_turns_synthesized"
     MAX_TURNS_SYNTHESIS_FAILED = "max_turns_synthesis_failed"
     DEADLINE_SYNTHESIZED = "deadline_synthesized"
@@ -156,6 +159,14 @@ class ReportReady(_Event):
     """True when the model could not write it and it was assembled from tool results."""
 
 
+class ReportRevised(_Event):
+    """A follow-up rewrote its run's report: the new version, stored with the run it revises."""
+
+    kind: Literal["report_revised"] = "report_revised"
+    turn: int
+    report: Report
+
+
 class RunFinished(_Event):
     kind: Literal["run_finished"] = "run_finished"
     ending: Ending
@@ -227,6 +238,7 @@ Event = Annotated[
     | Notice
     | SynthesisStarted
     | ReportReady
+    | ReportRevised
     | RunFinished
     | FinishReviewed
     | PlanReady

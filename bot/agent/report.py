@@ -90,12 +90,19 @@ class SourceRegistry:
 
 
 def parse_report(
-    text: str, registry: SourceRegistry, *, topic: str, mode: str, language: str = DEFAULT
+    text: str,
+    registry: SourceRegistry,
+    *,
+    topic: str,
+    mode: str,
+    language: str = DEFAULT,
+    renumber: bool = True,
 ) -> Report:
     """Turn the model's Markdown into a Report whose citations all point at retrieved sources:
-    checked on the parsed document (see `bot.agent.citations`)."""
+    checked on the parsed document (see `bot.agent.citations`). `renumber` False (a report
+    revised by a follow-up) keeps the registry's numbers and its whole list as the sources."""
     words = frame(language)
-    checked = check(text, registry.number, len(registry.sources))
+    checked = check(text, registry.number, len(registry.sources), renumber=renumber)
     sections = [
         Section(heading=heading or words.overview, body=body)
         for heading, body in checked.sections
@@ -109,7 +116,9 @@ def parse_report(
         title=checked.title or words.research_title.format(topic=topic),
         tldr=tldr,
         sections=sections,
-        sources=[source for n in checked.cited if (source := registry.get(n)) is not None],
+        sources=[source for n in checked.cited if (source := registry.get(n)) is not None]
+        if renumber
+        else list(registry.sources),
         mode=mode,
         language=language,
         support=Support(unverified=checked.unverified) if checked.unverified else None,

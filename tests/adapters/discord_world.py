@@ -18,6 +18,7 @@ from bot.runs import RunManager
 from bot.store import Store
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.fakes.discord_api import DiscordCall, FakeDiscord
+from tests.fakes.discord_components import FILE, IS_COMPONENTS_V2, TEXT_DISPLAY, walk
 
 Json = Any
 
@@ -126,6 +127,35 @@ def message_payloads(fake: FakeDiscord) -> list[Json]:
         body = call.body
         if call.path.endswith("/callback"):
             body = body.get("data") if body.get("type") in (4, 7) else None
-        if isinstance(body, dict) and ("content" in body or "embeds" in body):
+        if isinstance(body, dict) and ({"content", "embeds", "components"} & set(body)):
             bodies.append(body)
     return bodies
+
+
+def is_card(message: Json) -> bool:
+    """A Components V2 message: no content, no embeds, everything in its components."""
+    flags = int(message.get("flags") or 0)
+    return (
+        bool(flags & IS_COMPONENTS_V2) and not message.get("content") and not message.get("embeds")
+    )
+
+
+def card_text(message: Json) -> str:
+    """Every text display of a card (or of a card's edit), one after the other."""
+    texts = walk(message.get("components") or [])
+    return "\n".join(c["content"] for c in texts if c.get("type") == TEXT_DISPLAY)
+
+
+def custom_ids(message: Json) -> list[str]:
+    """The card's controls a person can use (enabled buttons and selects), in order."""
+    return [
+        c["custom_id"]
+        for c in walk(message.get("components") or [])
+        if "custom_id" in c and not c.get("disabled")
+    ]
+
+
+def card_files(message: Json) -> list[str]:
+    """The `attachment://…` files a card shows."""
+    found = walk(message.get("components") or [])
+    return [c["file"]["url"] for c in found if c.get("type") == FILE]

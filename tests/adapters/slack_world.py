@@ -20,6 +20,9 @@ from tests.adapters.scripted_engine import ScriptedEngine
 from tests.fakes.slack_api import FakeSlack, SlackSender
 
 SECRET = "signing-secret-for-tests"
+EDITED = {"RESEARCH_BOT_SLACK_STREAMING": "off"}
+"""Settings for a world whose runs show as the edited status message (no streamed plan): for
+tests about the edits themselves."""
 
 
 def slack_settings(slack: FakeSlack, **more: Any) -> Settings:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
-    from bot.adapters.discord_views import status_embed
+    from bot.adapters.discord_card import run_card
 
 from bot.adapters.chat import StatusView, outcome_summary
 from bot.adapters.commands import history_lines
@@ -26,7 +26,7 @@ def test_an_unknown_cost_is_said_never_shown_as_zero() -> None:
 
     view = StatusView(run_id="r1", topic="Acme", mode="company", requester="U1", cost_usd=None)
     assert "cost unknown" in status_line(view)
-    assert "**Cost:** cost unknown" in str(status_embed(view).description)
+    assert "**Cost:** cost unknown" in str(run_card(view).to_components())
     record = RunRecord(
         run_id="r1",
         topic="Acme",

@@ -20,8 +20,15 @@ from bot.adapters.slack_front import SlackFrontEnd
 from bot.adapters.slack_sink import SlackBudget
 from bot.compose import Services
 from bot.domain import Depth, RunStatus
-from tests.adapters.discord_world import DiscordBot, message_payloads, status_message, thread_posts
-from tests.adapters.slack_world import button_value, serve, slack_settings
+from tests.adapters.discord_world import (
+    DiscordBot,
+    card_text,
+    custom_ids,
+    message_payloads,
+    status_message,
+    thread_posts,
+)
+from tests.adapters.slack_world import EDITED, button_value, serve, slack_settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.deep_script import QUESTIONS, DeepScript
 from tests.fakes.discord_api import FakeDiscord
@@ -72,7 +79,7 @@ async def test_a_deep_run_from_slack_shows_its_researchers_and_uploads_the_repor
     script.hold = asyncio.Event()  # researchers stop after their search, until released
     # No edit throttling: the status message catches up with every state the run is in.
     front = SlackFrontEnd(
-        slack_settings(slack),
+        slack_settings(slack, **EDITED),
         world.runs,
         world.store,
         budget=SlackBudget(post_burst=100, update_burst=100),
@@ -155,13 +162,13 @@ async def test_a_deep_run_from_discord_shows_its_researchers_and_uploads_the_rep
         "completed",
     )
     final = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1].body
-    assert [c["custom_id"] for row in final["components"] for c in row["components"]] == [
-        f"rb:export:{run_id}"
+    assert custom_ids(final) == [f"rb:export:{run_id}"]
+    (container,) = final["components"]
+    rows = [c for c in container["components"] if c["type"] == 9]
+    assert [(r["components"][0]["content"], r["accessory"]["label"]) for r in rows] == [
+        (f"**{n}.** {q}", "✓ 4 sources") for n, q in enumerate(QUESTIONS, 1)
     ]
-    lines = final["embeds"][0]["description"].splitlines()
-    assert [line for line in lines if line.startswith(("✓", "•"))] == [
-        f"✓ **{n}.** {q} · 4 sources" for n, q in enumerate(QUESTIONS, 1)
-    ]
+    lines = card_text(final).splitlines()
     assert any(line.startswith("**Sources:** 10") for line in lines), lines
     posts = thread_posts(fake, message["id"])
     texts = [p.body["content"] for p in posts]

@@ -20,7 +20,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import discord
 
-    from bot.adapters.discord_views import status_embed
+    from bot.adapters.discord_card import CardParts, run_card
 
 from bot.adapters.chat import ResearcherRow, StatusView
 from bot.adapters.slack_front import SlackFrontEnd
@@ -32,8 +32,8 @@ from bot.domain import Mode, Origin, Request, RunRecord, RunStatus
 from bot.runs import RunManager
 from bot.store import Store
 from tests.adapters.deep_engine import FUNDING, HOSTILE, DeepScriptedEngine
-from tests.adapters.discord_world import DiscordBot, message_payloads, thread_posts
-from tests.adapters.slack_world import SlackWorld, serve, slack_settings
+from tests.adapters.discord_world import DiscordBot, card_text, message_payloads, thread_posts
+from tests.adapters.slack_world import EDITED, SlackWorld, serve, slack_settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 
@@ -59,7 +59,7 @@ async def slack_bot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorl
     engine = DeepScriptedEngine()
     runs = RunManager(store, engine)
     front = SlackFrontEnd(
-        slack_settings(slack),
+        slack_settings(slack, **EDITED),
         runs,
         store,
         budget=SlackBudget(post_burst=100, update_burst=100),
@@ -132,11 +132,14 @@ async def test_discord_shows_each_researcher_and_posts_milestones(tmp_path: Path
             await bot.stop()
 
     final = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1].body
-    lines = final["embeds"][0]["description"].splitlines()
+    lines = card_text(final).splitlines()
     assert "**Sources:** 4 · **Cost:** $0.02" in lines
-    rows = [line for line in lines if line.startswith("✓")]
-    assert rows[0] == "✓ **1.** Who funds Acme Robotics? · 2 sources"
-    assert rows[1].startswith("✓ **2.** What does Acme sell") and rows[1].endswith("· 3 sources")
+    (container,) = final["components"]
+    rows = [c for c in container["components"] if c["type"] == 9]
+    assert rows[0]["components"][0]["content"] == "**1.** Who funds Acme Robotics?"
+    assert rows[0]["accessory"]["label"] == "✓ 2 sources"
+    assert rows[1]["components"][0]["content"].startswith("**2.** What does Acme sell")
+    assert rows[1]["accessory"]["label"] == "✓ 3 sources"
     texts = [p.body["content"] for p in thread_posts(fake, message["id"])]
     milestones = [t for t in texts if t.startswith("•")]
     assert [m.split("\n")[0] for m in milestones] == [
@@ -174,17 +177,20 @@ def test_rows_stay_short_and_inert_within_platform_limits() -> None:
     assert all(len(line) < 250 for line in rows.splitlines())
     assert "<@123" not in rows and "@here" not in rows
 
-    description = str(status_embed(view).description)
-    row_lines = [line for line in description.splitlines() if line.startswith("•")]
-    assert len(row_lines) == 9 and len(description) <= 4096
-    assert all(len(line) < 300 for line in row_lines)
-    assert "<@123456789012345678>" not in description and "@here" not in description
+    card = run_card(view, CardParts(buttons=True))
+    sections = [c for c in card.walk_children() if c.type is discord.ComponentType.section]
+    assert len(sections) == 9 and card.content_length() <= 4000
+    texts = [c.content for c in card.walk_children() if isinstance(c, discord.ui.TextDisplay)]
+    assert all(len(text) < 300 for text in texts[1:])
+    shown = "\n".join(texts)
+    assert "<@123456789012345678>" not in shown and "@here" not in shown
 
 
 def test_a_quick_run_has_no_researcher_rows() -> None:
     view = StatusView(run_id="r1", topic="Acme", mode="company", requester="U1", sources=2)
     assert len(status_blocks(view, "r1", buttons=True)) == 4
-    assert "✓" not in str(status_embed(view).description)
+    card = run_card(view, CardParts(buttons=True))
+    assert not [c for c in card.walk_children() if c.type is discord.ComponentType.section]
 
 
 def _run() -> RunRecord:

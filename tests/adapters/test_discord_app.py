@@ -22,6 +22,10 @@ from bot.quota import QuotaLimits
 from tests.adapters.discord_world import (
     DiscordBot,
     ScriptedEngine,
+    card_files,
+    card_text,
+    custom_ids,
+    is_card,
     message_payloads,
     status_message,
     thread_posts,
@@ -54,7 +58,7 @@ async def bot(fake: FakeDiscord, tmp_path: Path) -> AsyncIterator[DiscordBot]:
 
 
 def _components(message: dict[str, object]) -> list[str]:
-    return re.findall(r"'custom_id': '([^']+)'", str(message["components"]))
+    return custom_ids(message)
 
 
 async def test_a_run_from_command_to_report_in_its_thread(
@@ -69,8 +73,9 @@ async def test_a_run_from_command_to_report_in_its_thread(
     post = fake.find("POST", rf"/channels/{world.channel_id}/messages")[0]
     assert post.authorization == f"Bot {fake.token}"
     assert _components(message) == [f"rb:summarize:{run_id}", f"rb:cancel:{run_id}"]
-    assert "Acme Robotics" in post.body["embeds"][0]["title"]
-    assert f"<@{world.alice['id']}>" in post.body["embeds"][0]["description"]
+    assert is_card(post.body)
+    assert "Company research: Acme Robotics" in card_text(post.body)
+    assert f"<@{world.alice['id']}>" in card_text(post.body)
     thread = fake.find("POST", rf"/channels/{world.channel_id}/messages/{message['id']}/threads")
     assert thread[0].body["name"] == "Acme Robotics"
     stored = await bot.store.get_run(run_id, platform="discord", workspace=world.guild_id)
@@ -105,8 +110,11 @@ async def test_a_run_from_command_to_report_in_its_thread(
     assert edits
     # The buttons gave way to the format menu (tests/adapters/test_export_chat.py).
     assert _components(edits[-1].body) == [f"rb:export:{run_id}"]
-    assert "Done (summarized on request)" in edits[-1].body["embeds"][0]["description"]
-    assert all("components" not in e.body for e in edits[:-1])
+    assert "Done (summarized on request)" in card_text(edits[-1].body)
+    # The finished card carries the report file too.
+    assert card_files(edits[-1].body) == [f"attachment://acme-robotics-{run_id}.md"]
+    assert list(edits[-1].files) == [f"acme-robotics-{run_id}.md"]
+    assert all(is_card(e.body) for e in edits)
     assert (await bot.store.get_run(run_id)).status == RunStatus.DONE
     # Nothing of the run went through the interaction token (it dies after 15 minutes).
     assert all(c.body.get("flags") == 64 for c in fake.find("POST", r"/webhooks/.+"))
@@ -146,7 +154,7 @@ async def test_nothing_sent_can_ping_anyone(fake: FakeDiscord, tmp_path: Path) -
     assert "@everyone" not in summary
     assert "@here" not in summary
     assert "<@123456789012345678>" not in summary
-    assert "@everyone" not in str(fake.find("POST", r"/channels/\d+/messages")[0].body["embeds"])
+    assert "@everyone" not in card_text(fake.find("POST", r"/channels/\d+/messages")[0].body)
 
 
 async def test_only_the_requester_may_cancel(bot: DiscordBot, fake: FakeDiscord) -> None:
@@ -164,8 +172,34 @@ async def test_only_the_requester_may_cancel(bot: DiscordBot, fake: FakeDiscord)
     assert (await bot.store.get_run(run_id)).status == RunStatus.CANCELLED
     assert await bot.press(world.alice, message, "cancel", run_id) == "That run has finished."
     last_edit = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1]
-    assert last_edit.body["components"] == []
-    assert "Cancelled" in last_edit.body["embeds"][0]["description"]
+    assert _components(last_edit.body) == []
+    assert "Cancelled" in card_text(last_edit.body)
+
+
+async def test_a_button_pressed_from_another_guild_finds_the_run_finished(
+    bot: DiscordBot, fake: FakeDiscord
+) -> None:
+    world = fake.guild
+    run_id, message = await bot.research("Acme Robotics")
+    assert bot.engine is not None
+    await bot.engine.parked(run_id).wait()
+    control = bot.engine.controls[run_id]
+
+    for action in ("summarize", "cancel"):
+        # The requester's own id and a custom id naming the run, but sent from another guild.
+        payload = world.button(world.alice, message, f"rb:{action}:{run_id}")
+        payload["guild_id"] = payload["authorizing_integration_owners"]["0"] = "424242424242424242"
+        payload["channel"] = {**payload["channel"], "guild_id": payload["guild_id"]}
+        await fake.dispatch("INTERACTION_CREATE", payload)
+        call = await fake.wait_for_call("POST", rf"/interactions/{payload['id']}/.+")
+        assert call.body["data"]["content"] == "That run has finished."
+        assert call.body["data"]["flags"] == 64
+
+    assert not control.summarize_requested.is_set()
+    assert not control.cancel_requested.is_set()
+    assert bot.runs.get_active(run_id) is not None
+    assert await bot.press(world.bob, message, "summarize", run_id) == "Writing up the report now."
+    await bot.runs.wait(run_id)
 
 
 async def test_the_summarize_reaction_writes_up(bot: DiscordBot, fake: FakeDiscord) -> None:
@@ -253,7 +287,9 @@ async def test_history_and_show_stay_in_their_guild(bot: DiscordBot, fake: FakeD
     assert shared.authorization == f"Bot {fake.token}"
 
     other = await bot.store.create_run(_request_elsewhere())
-    assert await bot.command(world.bob, "show", run=other.run_id) == f"No run {other.run_id} here."
+    assert await bot.command(world.bob, "show", run=other.run_id) == (
+        f"No run `{other.run_id}` in this server. `/research history` lists them."
+    )
     assert other.run_id not in await bot.command(world.bob, "history")
 
 
@@ -425,12 +461,12 @@ async def test_a_queued_run_shows_its_place_then_starts(fake: FakeDiscord, tmp_p
         first, first_message = await bot.research("Acme Robotics")
         await bot.engine.parked(first).wait()
         second, second_message = await bot.research("Globex")
-        assert "Queued (#1)" in second_message["embeds"][0]["description"]
+        assert "Queued (#1)" in card_text(second_message)
 
         await bot.press(fake.guild.alice, first_message, "summarize", first)
         await bot.engine.parked(second).wait()
         edit = await fake.wait_for_call("PATCH", rf"/channels/\d+/messages/{second_message['id']}")
-        assert "Researching" in edit.body["embeds"][0]["description"]
+        assert "Researching" in card_text(edit.body)
         bot.engine.release.set()
         await bot.runs.wait(second)
     finally:

@@ -42,7 +42,8 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
     assert call.path == f"/applications/{fake.guild.app_id}/commands"
     (command,) = call.body
     assert command["name"] == "research"
-    assert (command["contexts"], command["integration_types"]) == ([0], [0])
+    # Installable to a server and to a person; usable in servers, DMs and group DMs.
+    assert (command["contexts"], command["integration_types"]) == ([0, 1, 2], [0, 1])
     options = {o["name"]: o for o in command["options"]}
     assert list(options) == ["company", "contracts", "history", "usage", "show", "export"]
     days = options["usage"]["options"][0]

@@ -24,6 +24,7 @@ from bot.domain import Origin, Request
 from tests.adapters.discord_world import DiscordBot, thread_posts
 from tests.adapters.slack_world import SlackWorld
 from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.discord_components import walk
 from tests.fakes.slack_api import FakeSlack, SharedFile
 
 Json = Any
@@ -257,8 +258,7 @@ async def _finished_discord_run(bot: DiscordBot) -> tuple[str, Json]:
 
 
 def _select(message: Json) -> Json:
-    (row,) = message["components"]
-    (select,) = row["components"]
+    (select,) = [c for c in walk(message["components"]) if c["type"] == 3]
     return select
 
 

@@ -19,7 +19,7 @@ with warnings.catch_warnings():
 
 from bot.compose import Services
 from tests.adapters.discord_world import DiscordBot, status_message, thread_posts
-from tests.adapters.slack_world import SlackWorld, front_end, serve
+from tests.adapters.slack_world import EDITED, SlackWorld, front_end, serve
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
@@ -75,7 +75,7 @@ async def test_a_german_slack_user_gets_a_german_report(
 ) -> None:
     slack.locales["U1"] = "de-DE"
     _script_german_run(anthropic_api)
-    runner, sender = await serve(front_end(slack, world.runs, world.store), slack)
+    runner, sender = await serve(front_end(slack, world.runs, world.store, **EDITED), slack)
     try:
         assert await sender.command("Acme Robotics", user="U1") == (200, "")
         parent = (await slack.wait_for("chat.postMessage"))[0]

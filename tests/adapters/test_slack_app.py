@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.domain import RunStatus
-from tests.adapters.slack_world import ScriptedEngine, SlackWorld, button_value
+from tests.adapters.slack_world import EDITED, ScriptedEngine, SlackWorld, button_value
 from tests.fakes.slack_api import FakeSlack
 
 
@@ -24,7 +24,7 @@ async def slack() -> AsyncIterator[FakeSlack]:
 @pytest.fixture
 async def bot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorld]:
     """One bot process with the scripted engine (the `world` fixture is the real engine's)."""
-    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3", **EDITED)
     yield bot
     await bot.stop()
 
@@ -90,7 +90,7 @@ async def test_a_run_from_command_to_report_in_the_thread(
 
 async def test_the_summarize_reaction_acts_once_per_event(slack: FakeSlack, tmp_path: Path) -> None:
     bot = await SlackWorld.start(
-        slack, tmp_path / "db.sqlite3", engine=ScriptedEngine(count_presses=True)
+        slack, tmp_path / "db.sqlite3", engine=ScriptedEngine(count_presses=True), **EDITED
     )
     try:
         run_id, ts = await bot.research("Acme Robotics")
@@ -140,7 +140,7 @@ async def test_only_the_requester_may_cancel(bot: SlackWorld, slack: FakeSlack) 
 
 
 async def test_a_queued_run_shows_its_place_then_starts(slack: FakeSlack, tmp_path: Path) -> None:
-    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3", max_concurrent=1)
+    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3", max_concurrent=1, **EDITED)
     try:
         first, _ = await bot.research("Acme Robotics")
         await bot.engine.parked(first).wait()
@@ -165,7 +165,7 @@ async def test_untrusted_text_never_pings_anyone(slack: FakeSlack, tmp_path: Pat
     engine = ScriptedEngine(
         calls=[("web_search", {"query": hostile})], tldr=f"Ping {hostile} @channel and @everyone."
     )
-    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3", engine=engine)
+    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3", engine=engine, **EDITED)
     try:
         run_id, _ = await bot.research("Acme <!here> & Sons")
         bot.engine.release.set()

@@ -17,7 +17,7 @@ from bot.agent.events import Event, Usage, UsageRecorded
 from bot.domain import Depth, Mode, Origin, Request, RunStatus
 from bot.quota import QuotaLimits
 from tests.adapters.scripted_engine import ScriptedEngine
-from tests.adapters.slack_world import SlackWorld, button_value
+from tests.adapters.slack_world import EDITED, SlackWorld, button_value
 from tests.fakes.slack_api import FakeSlack
 from tests.process import eventually
 
@@ -225,6 +225,27 @@ async def test_show_reposts_a_report_here_and_not_to_another_workspace(
     assert len(slack.calls_to("response_url")) == 1
 
 
+async def test_buttons_pressed_from_another_workspace_find_the_run_finished(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    run_id, ts = await bot.research("Acme Robotics", user="U1")
+    await bot.engine.parked(run_id).wait()
+    control = bot.engine.controls[run_id]
+
+    for action in ("research_summarize", "research_cancel"):
+        await bot.sender.action(action, run_id, user="U1", team="T2", message_ts=ts)
+    refused = await slack.wait_for("chat.postEphemeral", 2)
+
+    assert [(c.args["user"], c.args["text"]) for c in refused] == [
+        ("U1", "That run has finished."),
+        ("U1", "That run has finished."),
+    ]
+    assert not control.summarize_requested.is_set()
+    assert not control.cancel_requested.is_set()
+    bot.engine.release.set()
+    await bot.runs.wait(run_id)
+
+
 async def test_show_of_a_run_without_report_says_so(bot: SlackWorld, slack: FakeSlack) -> None:
     record = await bot.store.create_run(
         Request(
@@ -298,12 +319,12 @@ async def test_a_channel_it_cannot_post_in_gets_an_explanation(
 async def test_an_interrupted_run_finishes_in_its_old_thread_after_a_restart(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
-    first = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    first = await SlackWorld.start(slack, tmp_path / "db.sqlite3", **EDITED)
     run_id, ts = await first.research("Acme Robotics")
     await first.engine.parked(run_id).wait()
     await first.stop()
 
-    second = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    second = await SlackWorld.start(slack, tmp_path / "db.sqlite3", **EDITED)
     try:
         assert (await second.store.get_run(run_id)).status == RunStatus.INTERRUPTED
         assert await second.front.recover() == [run_id]

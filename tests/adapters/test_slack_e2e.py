@@ -10,7 +10,7 @@ import pytest
 
 from bot.compose import Services
 from bot.domain import RunStatus
-from tests.adapters.slack_world import button_value, front_end, serve
+from tests.adapters.slack_world import EDITED, button_value, front_end, serve
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.slack_api import FakeSlack
 
@@ -35,7 +35,7 @@ async def test_summarize_now_from_slack_writes_up_a_real_run(
         reply_text("never read: this turn is cancelled by Summarize now"),
         reply_text(REPORT),
     )
-    runner, sender = await serve(front_end(slack, world.runs, world.store), slack)
+    runner, sender = await serve(front_end(slack, world.runs, world.store, **EDITED), slack)
     try:
         assert await sender.command("Acme Robotics") == (200, "")
         parent = (await slack.wait_for("chat.postMessage"))[0]

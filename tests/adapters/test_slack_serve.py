@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.adapters.slack_app import serve_slack
+from bot.adapters.slack_assistant import SUGGESTED_PROMPTS
 from bot.adapters.slack_front import COMMAND, SlackFrontEnd
 from bot.config import Settings
 from bot.domain import Origin, Request, RunStatus
@@ -146,11 +148,20 @@ def test_the_manifest_asks_for_what_the_app_uses() -> None:
         "files:write",
         "reactions:read",
         "users:read",
+        "app_mentions:read",
+        "im:history",
+        "assistant:write",
     ]
     assert [
         line.split()[1]
         for line in manifest.splitlines()
         if line.startswith("      - ") and "#" in line
     ] == scopes
-    assert "      - reaction_added\n" in manifest
+    events = ["reaction_added", "app_mention", "message.im", "assistant_thread_started"]
+    events += ["assistant_thread_context_changed", "agent_session_stopped"]
+    for event in events:
+        assert f"      - {event}\n" in manifest
+    assert "  assistant_view:\n" in manifest and "    messages_tab_enabled: true\n" in manifest
+    prompts = re.findall(r"^      - title: \"?(.+?)\"?\n        message: (.+)$", manifest, re.M)
+    assert [{"title": t, "message": m} for t, m in prompts] == SUGGESTED_PROMPTS
     assert "socket_mode_enabled: true" in manifest

@@ -5,10 +5,12 @@
         ...start a discord.py client; it asks GET /gateway/bot and connects to `fake.gateway_url`
         await fake.wait_identified()              # IDENTIFY seen; READY and GUILD_CREATE sent
         await fake.dispatch("INTERACTION_CREATE", fake.guild.command(fake.guild.alice, "history"))
+        await fake.dispatch("MESSAGE_CREATE", fake.guild.chat_message(alice, thread_id, text))
         call = await fake.wait_for_call("POST", r"/channels/\\d+/messages/\\d+/threads")
         fake.rate_limit_next("PATCH", r"/channels/\\d+/messages/\\d+", retry_after=0.01)
         fake.fail_next("POST", r"/channels/\\d+/messages/\\d+/threads", 403)
         fake.fail_next("POST", r"/channels/\\d+/messages", 413, where=lambda c: bool(c.files))
+        fake.expire_interaction(token)            # its webhook answers 401 Invalid Webhook Token
         fake.calls                                # every REST call, in order, with its status
 
 Like the real API it answers `Content-Type: application/json` (exactly: discord.py compares the
@@ -16,6 +18,11 @@ header), gives a thread opened from a message that message's id, answers interac
 with the `with_response` JSON, and rate-limits with Discord's 429 body and headers (including
 `Via`, without which discord.py takes a 429 for a Cloudflare ban). The gateway speaks JSON with
 zlib-stream compression when asked, as discord.py asks.
+
+Message bodies are checked as Discord checks them (tests/fakes/discord_components.py): a
+Components V2 message over 40 components or 4,000 characters of text is refused with 400
+`{"code": 50035, …}`. An interaction's original response and followups are kept as messages; an
+interaction only a user install authorized gets at most 5 followups (then 400, code 40094).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from typing import Any, Self
 from aiohttp import BodyPartReader, WSMsgType, web
 
 from tests.fakes import discord_payloads as payloads
+from tests.fakes.discord_components import invalid_form_body, problems
+from tests.fakes.discord_interactions import Interactions
 
 Json = Any
 
@@ -72,7 +81,9 @@ class FakeDiscord:
     calls: list[DiscordCall] = field(default_factory=list, init=False)
     identifies: list[Json] = field(default_factory=list, init=False)
     messages: dict[str, Json] = field(default_factory=dict, init=False)
-    """Every message created, by id, as last returned."""
+    """Every message created, by id, as last returned (interaction responses included)."""
+    interactions: Interactions = field(init=False)
+    """Interaction responses and followups (tests/fakes/discord_interactions.py)."""
     api_url: str = field(default="", init=False)
     gateway_url: str = field(default="", init=False)
     _failures: deque[_Failure] = field(default_factory=deque, init=False, repr=False)
@@ -96,10 +107,24 @@ class FakeDiscord:
         `status` (403 Missing Permissions by default)."""
         self._failures.append(_Failure(method, re.compile(path), status, where=where))
 
+    def __post_init__(self) -> None:
+        self.interactions = Interactions(self.guild, self.messages)
+
+    def expire_interaction(self, token: str) -> None:
+        """From now on this interaction's webhook refuses every call, as after 15 minutes."""
+        self.interactions.expired.add(token)
+
     async def wait_for_call(
-        self, method: str, path: str, *, status: int = 200, after: int = 0
+        self,
+        method: str,
+        path: str,
+        *,
+        status: int = 200,
+        after: int = 0,
+        where: Callable[[DiscordCall], bool] | None = None,
     ) -> DiscordCall:
-        """The first call (from index `after`) with this method, path regex and status."""
+        """The first call (from index `after`) with this method, path regex and status (and
+        matching `where`, e.g. one whose content says something)."""
         pattern = re.compile(path)
         async with self._changed:
             while True:
@@ -108,6 +133,7 @@ class FakeDiscord:
                         call.method == method
                         and pattern.fullmatch(call.path)
                         and call.status == status
+                        and (where is None or where(call))
                     ):
                         return call
                 await self._changed.wait()
@@ -122,6 +148,8 @@ class FakeDiscord:
 
     async def dispatch(self, event: str, data: Json) -> None:
         """Send a gateway DISPATCH to every connected client."""
+        if event == "INTERACTION_CREATE":
+            self.interactions.sent[data["token"]] = data
         for socket in list(self._sockets):
             if not socket.ws.closed:
                 await socket.dispatch(event, data)
@@ -181,10 +209,32 @@ class FakeDiscord:
             return _json(
                 _ERRORS.get(failure.status, {"message": "Error", "code": 0}), status=failure.status
             )
+        refusal = self._refusal(call)
+        if refusal is not None:
+            call.status = refusal[0]
+            await self._record(call)
+            return _json(refusal[1], status=refusal[0])
         status, answer = self._answer(call)
         call.status = status
         await self._record(call)
         return web.Response(status=204) if status == 204 else _json(answer, status=status)
+
+    def _refusal(self, call: DiscordCall) -> tuple[int, Json] | None:
+        """What Discord would refuse before acting: an expired interaction token, one followup
+        too many, a message body it does not accept (an edit merged over the stored message)."""
+        route = f"{call.method} {call.path}"
+        refused = self.interactions.refusal(route)
+        if refused is not None:
+            return refused
+        body = self.interactions.edited(route, call.body)
+        if m := re.fullmatch(r"PATCH /channels/\d+/messages/(\d+)", route):
+            body = {**self.messages.get(m[1], {}), **call.body}
+        elif re.fullmatch(r"POST /(channels/\d+/messages|webhooks/\d+/[^/]+)", route):
+            body = call.body or {}
+        elif call.path.endswith("/callback") and (call.body or {}).get("type") in (4, 7):
+            body = call.body.get("data") or {}
+        found = problems(body, call.files) if body is not None else []
+        return (400, invalid_form_body(found)) if found else None
 
     def _answer(self, call: DiscordCall) -> tuple[int, Json]:
         world, route = self.guild, f"{call.method} {call.path}"
@@ -201,12 +251,8 @@ class FakeDiscord:
         if m := re.fullmatch(r"DELETE /channels/\d+/messages/(\d+)", route):
             self.messages.pop(m[1], None)
             return 204, None
-        if m := re.fullmatch(r"POST /interactions/(\d+)/([^/]+)/callback", route):
-            return 200, payloads.callback(m[1], call.body, world)
-        if m := re.fullmatch(r"(POST|PATCH) /webhooks/(\d+)/([^/]+)(/messages/@original)?", route):
-            return 200, payloads.message(
-                world.channel_id, call.body, call.files, world, webhook_id=m[2]
-            )
+        if (answer := self.interactions.answer(route, call.body, call.files)) is not None:
+            return answer
         if m := re.fullmatch(r"PUT /applications/\d+(/guilds/\d+)?/commands", route):
             return 200, payloads.commands(call.body, world)
         if m := re.fullmatch(r"GET /channels/(\d+)", route):

@@ -1,6 +1,7 @@
 """Discord wire objects for the fake: the world (bot, application, one guild and its text channel,
 two members), what the REST API returns, and the gateway payloads a test sends (a slash
-command, a button press, a reaction), shaped as Discord sends them."""
+command, a button press, a reaction, a message in a channel or thread), shaped as Discord sends
+them."""
 
 from __future__ import annotations
 
@@ -210,6 +211,48 @@ class World:
         data = {"id": snowflake(), "name": "research", "type": 1, "options": [subcommand]}
         return self._interaction(2, person, data, locale=locale)
 
+    def dm_command(self, person: Json, sub: str, **options: str | int) -> Json:
+        """`/research …` by a person who installed the app to their account, in a DM with a
+        friend (context 2, a private channel): no guild, and only the user install authorized
+        it, so the bot can answer through the interaction's webhook only."""
+        payload = self.command(person, sub, **options)
+        for key in ("guild_id", "member", "guild_locale"):
+            payload.pop(key)
+        channel = {"id": snowflake(), "type": 1, "recipients": [person], "last_message_id": None}
+        payload.update(
+            user=person,
+            channel=channel,
+            channel_id=channel["id"],
+            context=2,
+            authorizing_integration_owners={"1": person["id"]},
+            app_permissions="0",
+        )
+        return payload
+
+    def user_install_command(self, person: Json, sub: str, **options: str | int) -> Json:
+        """`/research …` from a user install in a server the bot has not joined (context 0)."""
+        payload = self.command(person, sub, **options)
+        other = snowflake()
+        channel = {**self.text_channel(), "id": snowflake(), "guild_id": other}
+        payload.update(
+            guild_id=other,
+            guild={"id": other, "locale": "en-US", "features": []},
+            channel=channel,
+            channel_id=channel["id"],
+            authorizing_integration_owners={"1": person["id"]},
+            app_permissions="0",
+        )
+        return payload
+
+    def dm_channel(self, recipient: str | int) -> Json:
+        """What `POST /users/@me/channels` answers: the bot's DM channel with a person."""
+        recipient_id = str(recipient)
+        person = next(
+            (p for p in (self.alice, self.bob) if p["id"] == recipient_id),
+            user(recipient_id, "someone"),
+        )
+        return {"id": snowflake(), "type": 1, "recipients": [person], "last_message_id": None}
+
     def button(self, person: Json, message: Json, custom_id: str) -> Json:
         """A press on a button of `message` (as the fake stored it) by `person`."""
         data = {"custom_id": custom_id, "component_type": 2}
@@ -219,6 +262,24 @@ class World:
         """A choice in a string select of `message` (as the fake stored it) by `person`."""
         data = {"custom_id": custom_id, "component_type": 3, "values": values}
         return self._interaction(3, person, data, message=message)
+
+    def chat_message(
+        self, person: Json, channel_id: str, content: str, *, mentions: tuple[Json, ...] = ()
+    ) -> Json:
+        """MESSAGE_CREATE for `person`'s message in a channel or thread of the guild, mentioning
+        `mentions` (users, each with its partial member, as Discord lists them). Write their
+        `<@id>` in `content` yourself: Discord sends both."""
+        partial = {k: v for k, v in self.member(person).items() if k != "user"}
+        return {
+            **message(channel_id, {"content": content}, {}, self),
+            "author": person,
+            "guild_id": self.guild_id,
+            "member": partial,
+            "mentions": [
+                {**who, "member": {k: v for k, v in self.member(who).items() if k != "user"}}
+                for who in mentions
+            ],
+        }
 
     def reaction(self, person: Json, message_id: str, emoji: str) -> Json:
         """MESSAGE_REACTION_ADD for a unicode emoji on a message in the text channel."""

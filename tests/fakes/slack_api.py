@@ -16,6 +16,16 @@ predicate), `hold` (a method's next call waits, unanswered, until released) and 
 bot token is refused from now on). `files.getUploadURLExternal` hands out
 an `upload_url` on this server, so `files_upload_v2` runs its three real steps here.
 `response_url`s from `response_url()` are served too (recorded as method "response_url").
+Streaming (`chat.startStream` / `appendStream` / `stopStream`, JSON or form bodies): each stream
+is kept in `streams` with every chunk in order (`tasks()` folds its task updates); in a channel
+`startStream` needs the recipient team and user, as Slack's does. `stop_by_user()` is a person
+pressing Slack's stop button: the stream leaves the streaming state (later appends and stops
+answer `message_not_in_streaming_state`) and it returns the `agent_session_stopped` event Slack
+sends, for `SlackSender.event`. `assistant.threads.setStatus` calls are kept in `statuses`,
+`setTitle` in `titles` and `setSuggestedPrompts` in `suggested_prompts` (the agent view).
+`SlackSender` also sends what people say to the app: a mention (`app_mention`), a message in an
+agent-view thread (`message` with `channel_type: im`) and a new agent-view thread
+(`assistant_thread_started`), each in the Events API envelope Slack uses.
 Socket Mode: `apps.connections.open` (with the app token) hands out a WebSocket URL here that
 says hello; `socket_send()` pushes an envelope, and the app's acks are recorded as "socket_ack".
 
@@ -94,13 +104,134 @@ class SharedFile:
     initial_comment: str = ""
 
 
+@dataclass
+class Stream:
+    """A streamed message as Slack holds it."""
+
+    channel: str
+    ts: str
+    thread_ts: str
+    task_display_mode: str
+    chunks: list[Json] = field(default_factory=list)
+    blocks: list[Json] = field(default_factory=list)
+    state: str = "streaming"
+    """streaming | stopped (by the app) | stopped_by_user"""
+
+    def tasks(self) -> dict[str, Json]:
+        """Each task as its latest `task_update` shows it, in the order they first came."""
+        found: dict[str, Json] = {}
+        for chunk in self.chunks:
+            if chunk.get("type") == "task_update":
+                found[chunk["id"]] = chunk
+        return found
+
+    def text(self) -> str:
+        """Every `markdown_text` streamed, joined."""
+        return "".join(c["text"] for c in self.chunks if c.get("type") == "markdown_text")
+
+    def titles(self) -> list[str]:
+        return [c["title"] for c in self.chunks if c.get("type") == "plan_update"]
+
+
 class SlackError(Exception):
     def __init__(self, error: str, fields: Json | None = None) -> None:
         self.error = error
         self.fields = fields or {}
 
 
-class FakeSlack:
+class _StreamMethods:
+    """`chat.*Stream` and `assistant.threads.setStatus`, mixed into FakeSlack's methods."""
+
+    streams: dict[tuple[str, str], Stream]
+    statuses: list[Json]
+    titles: list[Json]
+    suggested_prompts: list[Json]
+    messages: dict[tuple[str, str], Json]
+
+    def _check_channel(self, channel: str) -> None: ...
+
+    def _next_ts(self) -> str: ...
+
+    def _chat_startStream(self, args: Json) -> Json:
+        channel = str(args.get("channel", ""))
+        self._check_channel(channel)
+        if not args.get("thread_ts"):
+            raise SlackError("invalid_arguments")
+        if channel.startswith("C") and not args.get("recipient_user_id"):
+            raise SlackError("missing_recipient_user_id")
+        if channel.startswith("C") and not args.get("recipient_team_id"):
+            raise SlackError("missing_recipient_team_id")
+        ts = self._next_ts()
+        stream = Stream(channel, ts, str(args["thread_ts"]), args.get("task_display_mode", ""))
+        self.streams[(channel, ts)] = stream
+        self.messages[(channel, ts)] = {
+            "ts": ts,
+            "text": "",
+            "blocks": [],
+            "thread_ts": stream.thread_ts,
+        }
+        _take_chunks(stream, args)
+        return {"channel": channel, "ts": ts}
+
+    def _chat_appendStream(self, args: Json) -> Json:
+        stream = self._streaming(args)
+        if not args.get("markdown_text") and not args.get("chunks"):
+            raise SlackError("invalid_arguments")
+        _take_chunks(stream, args)
+        return {"channel": stream.channel, "ts": stream.ts}
+
+    def _chat_stopStream(self, args: Json) -> Json:
+        stream = self._streaming(args)
+        _take_chunks(stream, args)
+        stream.blocks = _json_list(args.get("blocks"))
+        stream.state = "stopped"
+        self.messages[(stream.channel, stream.ts)].update(text=stream.text(), blocks=stream.blocks)
+        return {"channel": stream.channel, "ts": stream.ts, "message": {"ts": stream.ts}}
+
+    def _streaming(self, args: Json) -> Stream:
+        stream = self.streams.get((str(args.get("channel", "")), str(args.get("ts", ""))))
+        if stream is None:
+            raise SlackError("message_not_found")
+        if stream.state != "streaming":
+            raise SlackError("message_not_in_streaming_state")
+        return stream
+
+    def _assistant_threads_setStatus(self, args: Json) -> Json:
+        if not args.get("channel_id") or not args.get("thread_ts") or "status" not in args:
+            raise SlackError("invalid_arguments")
+        self.statuses.append(args)
+        return {}
+
+    def _assistant_threads_setTitle(self, args: Json) -> Json:
+        if not args.get("channel_id") or not args.get("thread_ts") or not args.get("title"):
+            raise SlackError("invalid_arguments")
+        self.titles.append(args)
+        return {}
+
+    def _assistant_threads_setSuggestedPrompts(self, args: Json) -> Json:
+        prompts = _json_list(args.get("prompts"))
+        if not args.get("channel_id") or not prompts or len(prompts) > 4:
+            raise SlackError("invalid_arguments")
+        if any(not p.get("title") or not p.get("message") for p in prompts):
+            raise SlackError("invalid_arguments")
+        self.suggested_prompts.append({**args, "prompts": prompts})
+        return {}
+
+
+def _json_list(value: Any) -> list[Json]:
+    """A list argument: as is from a JSON body, parsed from a form field."""
+    if isinstance(value, str):
+        return list(json.loads(value))
+    return list(value or [])
+
+
+def _take_chunks(stream: Stream, args: Json) -> None:
+    if args.get("markdown_text"):
+        stream.chunks.append({"type": "markdown_text", "text": args["markdown_text"]})
+    stream.chunks.extend(_json_list(args.get("chunks")))
+
+
+class FakeSlack(_StreamMethods):
     """The Web API on 127.0.0.1:0; `api_url` once entered."""
 
     def __init__(
@@ -124,6 +255,12 @@ class FakeSlack:
         self.private_channels: set[str] = set()
         self.locales: dict[str, str] = {}
         """User id -> the locale `users.info` reports for them (en-US when not set)."""
+        self.streams: dict[tuple[str, str], Stream] = {}
+        """(channel, ts) -> a streamed message."""
+        self.statuses: list[Json] = []
+        """`assistant.threads.setStatus` calls, in order (the status "" clears it)."""
+        self.titles: list[Json] = []
+        self.suggested_prompts: list[Json] = []
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._holds: dict[str, list[Held]] = {}
@@ -197,6 +334,20 @@ class FakeSlack:
         """From now on every call with the bot token answers `error`, as after an uninstall
         (None: accepted again, as after a reinstall)."""
         self._refusal = error
+
+    def stop_by_user(self, channel: str, ts: str, *, user: str = "U1") -> Json:
+        """A person presses stop on a streaming message: it stops streaming; returns the
+        `agent_session_stopped` event Slack then sends to the app."""
+        stream = self.streams[(channel, ts)]
+        stream.state = "stopped_by_user"
+        return {
+            "type": "agent_session_stopped",
+            "channel": channel,
+            "thread_ts": stream.thread_ts,
+            "streaming_message_ts": [ts],
+            "user": user,
+            "event_ts": self._next_ts(),
+        }
 
     # -- reading what happened -------------------------------------------------------------
 
@@ -370,6 +521,8 @@ class FakeSlack:
 
     def _chat_postEphemeral(self, args: Json) -> Json:
         self._check_channel(str(args.get("channel", "")))
+        if not args.get("user") or not (args.get("text") or args.get("blocks")):
+            raise SlackError("invalid_arguments")
         return {"message_ts": self._next_ts()}
 
     def _conversations_join(self, args: Json) -> Json:
@@ -616,3 +769,72 @@ class SlackSender:
             "item": {"type": "message", "channel": channel, "ts": ts},
         }
         return await self.event(event, event_id=event_id, retry_num=retry_num)
+
+    async def mention(
+        self,
+        text: str,
+        *,
+        event_id: str,
+        channel: str = "C1",
+        user: str = "U1",
+        thread_ts: str = "",
+        bot_user_id: str = "UBOT",
+        retry_num: int | None = None,
+    ) -> tuple[int, str]:
+        """`user` says `<@bot> text` in a channel (or in the thread `thread_ts`)."""
+        ts = f"{time.time():.6f}"
+        event: Json = {
+            "type": "app_mention",
+            "user": user,
+            "text": f"<@{bot_user_id}> {text}",
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.team,
+            "client_msg_id": f"msg-{next(self._ids)}",
+        }
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return await self.event(event, event_id=event_id, retry_num=retry_num)
+
+    async def direct_message(
+        self,
+        text: str,
+        *,
+        event_id: str,
+        thread_ts: str,
+        channel: str = "D1",
+        user: str = "U1",
+        retry_num: int | None = None,
+    ) -> tuple[int, str]:
+        """`user` writes in an agent-view thread of their DM with the app."""
+        ts = f"{time.time():.6f}"
+        event = {
+            "type": "message",
+            "channel_type": "im",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "thread_ts": thread_ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.team,
+            "client_msg_id": f"msg-{next(self._ids)}",
+        }
+        return await self.event(event, event_id=event_id, retry_num=retry_num)
+
+    async def thread_started(
+        self, *, event_id: str, thread_ts: str, channel: str = "D1", user: str = "U1"
+    ) -> tuple[int, str]:
+        """`user` opens a new thread in the app's agent view (from channel C1)."""
+        event = {
+            "type": "assistant_thread_started",
+            "assistant_thread": {
+                "user_id": user,
+                "context": {"channel_id": "C1", "team_id": self.team, "enterprise_id": None},
+                "channel_id": channel,
+                "thread_ts": thread_ts,
+            },
+            "event_ts": f"{time.time():.6f}",
+        }
+        return await self.event(event, event_id=event_id)

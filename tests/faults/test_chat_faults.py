@@ -28,9 +28,9 @@ from bot.domain import RunStatus
 from bot.errors import ConfigError
 from bot.runs import RunManager
 from bot.store import Store
-from tests.adapters.discord_world import DiscordBot, thread_posts
+from tests.adapters.discord_world import DiscordBot, card_text, custom_ids, thread_posts
 from tests.adapters.scripted_engine import ScriptedEngine
-from tests.adapters.slack_world import SlackWorld, button_value, slack_settings
+from tests.adapters.slack_world import EDITED, SlackWorld, button_value, slack_settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import Call, FakeSlack
 
@@ -45,7 +45,7 @@ async def slack() -> AsyncIterator[FakeSlack]:
 
 @contextlib.asynccontextmanager
 async def slack_bot(slack: FakeSlack, db: Path, **kwargs: Any) -> AsyncIterator[SlackWorld]:
-    bot = await SlackWorld.start(slack, db, **kwargs)
+    bot = await SlackWorld.start(slack, db, **{**EDITED, **kwargs})
     try:
         yield bot
     finally:
@@ -296,9 +296,8 @@ async def test_a_refused_discord_attachment_becomes_messages_under_2000_characte
     assert " ".join(texts[note + 1 :]).split() == stored[1].split()
     final = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1]
     # The buttons are gone; the export menu stays (the report is stored, whatever was refused).
-    menus = [c["custom_id"] for row in final.body["components"] for c in row["components"]]
-    assert menus == [f"rb:export:{run_id}"]
-    assert "Done · report posted as messages" in final.body["embeds"][0]["description"]
+    assert custom_ids(final.body) == [f"rb:export:{run_id}"]
+    assert "Done · report posted as messages" in card_text(final.body)
 
 
 @pytest.mark.parametrize("stamp", ["abc", "1.7e9", "", " 1700000000", "١٧٠٠٠٠٠٠٠٠"])

@@ -181,7 +181,7 @@ async def test_a_stream_dropped_every_time_ends_after_the_budget_with_the_eviden
     assert len(anthropic_api.requests) == 1 + 2 + 2
     outcome = recorder.outcome
     assert outcome.ending is Ending.ERROR_SYNTHESIS_FAILED
-    assert "RemoteProtocolError" in outcome.error
+    assert "connection to the Anthropic API broke" in outcome.error
     assert outcome.report.from_evidence_only
     assert (status, reason) == (RunStatus.DONE, "error_synthesis_failed")
 

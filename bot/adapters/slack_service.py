@@ -1,0 +1,100 @@
+"""Slack's side of the command service: who asks (a `Caller` from Slack's signed payloads) and
+how its answers show: a private reply (escaped, with our own mentions, within a message's
+length) and a report shared again (its TL;DR here, then the file in that message's thread)."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.adapters.chat import FILE_REFUSED, ChatError
+from bot.adapters.service import Caller, Markup, Reply, Shared
+from bot.adapters.slack_render import (
+    MESSAGE_CHARS,
+    clip,
+    escape,
+    mention,
+    message_text,
+    shared_report_text,
+    unescape_incoming,
+)
+from bot.adapters.slack_sink import SlackBudget, post_message, post_text, slack_errors, upload_file
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+SLACK = Markup(escape=escape, mention=mention, bold="*")
+
+
+def command_caller(command: dict[str, Any]) -> Caller:
+    """The person behind a slash command (the locale is asked for separately: `users.info`)."""
+    return Caller(
+        platform=PLATFORM,
+        workspace=str(command.get("team_id", "")),
+        channel=str(command.get("channel_id", "")),
+        user=str(command.get("user_id", "")),
+        user_name=str(command.get("user_name", "")),
+    )
+
+
+def action_caller(body: dict[str, Any]) -> Caller:
+    """The person behind a button press or a menu choice."""
+    user = body.get("user") or {}
+    return Caller(
+        platform=PLATFORM,
+        workspace=str((body.get("team") or {}).get("id") or user.get("team_id", "")),
+        channel=str((body.get("channel") or {}).get("id", "")),
+        user=str(user.get("id", "")),
+        user_name=str(user.get("username") or user.get("name") or ""),
+    )
+
+
+def event_caller(body: dict[str, Any], *, user: str, channel: str) -> Caller:
+    """The person behind an Events API event (a reaction) in the body's workspace."""
+    return Caller(
+        platform=PLATFORM, workspace=str(body.get("team_id", "")), channel=channel, user=user
+    )
+
+
+def message_text_to_bot(text: str, bot_user_id: str | None) -> str:
+    """A message to the bot as typed (`<@UBOT> Who &amp; why?` → `Who & why?`): the bot's own
+    mention dropped and Slack's entities decoded. Other mentions stay as Slack wrote them."""
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
+    return unescape_incoming(text).strip()
+
+
+def research_request(text: str) -> str:
+    """A message to the bot read as `/research` would read it: a leading `research` (or
+    `/research`, typed from habit) dropped, so `research deep Acme` is `deep Acme`."""
+    words = text.split(maxsplit=1)
+    if words and words[0].lower() in ("research", "/research"):
+        return words[1].strip() if len(words) > 1 else ""
+    return text
+
+
+def reply_text(reply: Reply) -> str:
+    return clip(reply.render(SLACK), MESSAGE_CHARS)
+
+
+async def share_report(
+    client: AsyncWebClient, budget: SlackBudget, channel: str, shared: Shared
+) -> None:
+    """Who shared which report and its TL;DR, then the file in that message's thread, or the
+    report as messages when the file is refused. Raises ChatError when Slack takes neither."""
+    run, report = shared.run, shared.report
+    text = shared_report_text(shared.by, run.run_id, report.title, report.tldr)
+    with slack_errors():
+        ts = await post_message(client, budget, channel, text=text)
+    try:
+        with slack_errors():
+            await upload_file(client, channel, ts, shared.filename, shared.markdown)
+    except ChatError as error:
+        log.warning("slack: report file of %s refused in %s: %s", run.run_id, channel, error)
+        note = message_text(FILE_REFUSED.format(reason=error.reason))
+        with slack_errors():
+            await post_message(client, budget, channel, text=note, thread_ts=ts)
+            await post_text(client, budget, channel, ts, shared.markdown)
