@@ -59,6 +59,14 @@ class Verdicts(BaseModel):
     claims: list[ClaimVerdict]
 
 
+_VERDICTS_TOOL = {
+    "name": "record_verdicts",
+    "description": Verdicts.__doc__ or "",
+    # Built once: pydantic makes the schema anew at each call, about a millisecond.
+    "input_schema": Verdicts.model_json_schema(),
+}
+
+
 def cited_sentences(report: Report) -> list[tuple[str, list[int]]]:
     """Each sentence (or bullet, or table row) that cites a source of `report`, with its
     citation numbers in the report's numbering; repeats (TL;DR restating a section) once."""
@@ -222,13 +230,7 @@ class ClaimChecker:
                     "Record a verdict for every claim id.",
                 }
             ],
-            tools=[
-                {
-                    "name": "record_verdicts",
-                    "description": Verdicts.__doc__ or "",
-                    "input_schema": Verdicts.model_json_schema(),
-                }
-            ],
+            tools=[_VERDICTS_TOOL],
             tool_choice={"type": "tool", "name": "record_verdicts"},
             max_tokens=min(4_000, 200 + 80 * len(claims)),
             timeout_s=self._timeout_s,

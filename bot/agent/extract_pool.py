@@ -117,14 +117,19 @@ class _Worker:
 
 
 class Extractor:
-    """A pool of extraction processes: `async with Extractor(workers=2) as x: await x.extract(...)`."""
+    """A pool of extraction processes: `async with Extractor(workers=2) as x: await x.extract(...)`.
+
+    Each thread of the pool owns one worker process and takes the next page from the pool's
+    queue itself as soon as the last one is answered: the event loop only hands pages in. (When
+    the loop handed each worker back and then the next page out, a busy loop left the worker
+    idle between pages: 200 pages took 10 ms each instead of 3.7.)"""
 
     def __init__(self, *, workers: int = 2, timeout_s: float = 10.0) -> None:
         self.workers = workers
         self.timeout_s = timeout_s
         self._threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="extract")
-        self._idle: asyncio.Queue[_Worker | None] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._mine = threading.local()
+        """`worker`: the worker process of the thread reading it (None until it starts one)."""
         self._live: set[_Worker] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -147,24 +152,31 @@ class Extractor:
 
     async def start(self) -> None:
         """Start and warm every worker now, rather than at the first page."""
-        idle = self._queue()
-        slots = [await idle.get() for _ in range(self.workers)]
         loop = asyncio.get_running_loop()
-        futures = [loop.run_in_executor(self._threads, self._ready, slot) for slot in slots]
-        for worker in await asyncio.gather(*futures, return_exceptions=True):
-            idle.put_nowait(worker if isinstance(worker, _Worker) else None)
+        # Each thread waits for the others, so every thread of the pool starts its own.
+        barrier = threading.Barrier(self.workers)
+        futures = [
+            loop.run_in_executor(self._threads, self._start_one, barrier)
+            for _ in range(self.workers)
+        ]
+        await asyncio.gather(*futures, return_exceptions=True)
+
+    def _start_one(self, barrier: threading.Barrier) -> None:
+        try:
+            self._ready()
+        finally:
+            with contextlib.suppress(threading.BrokenBarrierError):
+                barrier.wait(timeout=60)
 
     async def extract(self, body: Body, max_chars: int) -> Page:
         """`extract_page` in a worker; ToolError when the page fails or takes too long."""
         if self._closed:
             raise ToolError("the bot is shutting down: pages are no longer read")
-        idle = self._queue()
-        slot = await idle.get()
         loop = asyncio.get_running_loop()
         meta = (body.url, body.host, body.media_type, body.charset, max_chars)
-        # The thread gives the worker back itself, so a fetch cancelled meanwhile (its deadline)
-        # never loses a worker; the job finishes or hits the time cap on its own.
-        answer = await loop.run_in_executor(self._threads, self._job, slot, meta, body.data)
+        # A fetch cancelled meanwhile (its deadline) does not stop the job once a thread has
+        # it: the job finishes or hits the time cap on its own, and the worker stays usable.
+        answer = await loop.run_in_executor(self._threads, self._job, meta, body.data)
         if answer[0] == "ok":
             return Page(url=body.url, title=answer[1], text=answer[2], truncated=answer[3])
         if answer[0] == "failed":
@@ -172,16 +184,9 @@ class Extractor:
             raise ToolError(f"could not extract text from {body.url} ({answer[1]})")
         raise ToolError(answer[1])
 
-    def _queue(self) -> asyncio.Queue[_Worker | None]:
-        if self._idle is None:
-            self._loop = asyncio.get_running_loop()
-            self._idle = asyncio.Queue()
-            for _ in range(self.workers):
-                self._idle.put_nowait(None)  # a worker not started yet
-        return self._idle
-
-    def _ready(self, worker: _Worker | None) -> _Worker:
-        """`worker` if it is alive, else a new one (started and warmed in this thread)."""
+    def _ready(self) -> _Worker:
+        """This thread's worker if it is alive, else a new one (started and warmed here)."""
+        worker: _Worker | None = getattr(self._mine, "worker", None)
         if worker is not None and worker.alive():
             return worker
         if self._closed:
@@ -190,48 +195,41 @@ class Extractor:
             self._retire(worker, kill=True)
         new = _Worker()
         with self._lock:
-            self._live.add(new)
+            closed = self._closed
+            if not closed:
+                self._live.add(new)
+        if closed:  # closed while it started: `aclose` did not see it, so stop it here
+            new.stop(kill=True)
+            raise ToolError("the bot is shutting down: pages are no longer read")
+        self._mine.worker = new
         return new
 
-    def _job(self, slot: _Worker | None, meta: tuple[Any, ...], data: bytes | bytearray) -> Any:
-        worker: _Worker | None = None
-        try:
-            for attempt in range(2):  # a worker that died while idle is not the page's fault
-                worker = self._ready(slot if attempt == 0 else None)
-                try:
-                    answer = worker.call(meta, data, self.timeout_s)
-                    break
-                except _Crashed:
-                    self._retire(worker, kill=True)
-                    worker = None
-            else:
-                return ("refused", f"could not extract text from {meta[0]}: the extractor crashed")
-            if answer is None:
+    def _job(self, meta: tuple[Any, ...], data: bytes | bytearray) -> Any:
+        for _ in range(2):  # a worker that died while idle is not the page's fault
+            worker = self._ready()
+            try:
+                answer = worker.call(meta, data, self.timeout_s)
+                break
+            except _Crashed:
                 self._retire(worker, kill=True)
-                worker = None
-                cap = f"{self.timeout_s:g}"
-                return ("refused", f"refused: {meta[0]} took more than {cap} s to extract")
-            return answer
-        finally:
-            self._give_back(worker)
-
-    def _give_back(self, worker: _Worker | None) -> None:
-        idle, loop = self._idle, self._loop
-        assert idle is not None and loop is not None
-        try:
-            loop.call_soon_threadsafe(idle.put_nowait, worker)
-        except RuntimeError:  # the loop is closed: nobody will ask again
-            if worker is not None:
-                self._retire(worker, kill=True)
+        else:
+            return ("refused", f"could not extract text from {meta[0]}: the extractor crashed")
+        if answer is None:
+            self._retire(worker, kill=True)
+            cap = f"{self.timeout_s:g}"
+            return ("refused", f"refused: {meta[0]} took more than {cap} s to extract")
+        return answer
 
     def _retire(self, worker: _Worker, *, kill: bool) -> None:
         with self._lock:
             self._live.discard(worker)
+        if getattr(self._mine, "worker", None) is worker:
+            self._mine.worker = None
         worker.stop(kill=kill)
 
     async def aclose(self) -> None:
-        self._closed = True
         with self._lock:
+            self._closed = True
             workers = list(self._live)
         await asyncio.gather(*(asyncio.to_thread(self._retire, w, kill=False) for w in workers))
         self._threads.shutdown(wait=False, cancel_futures=True)

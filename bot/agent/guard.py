@@ -51,6 +51,14 @@ class FinishCheck(BaseModel):
     )
 
 
+_FINISH_TOOL = {
+    "name": TOOL,
+    "description": FinishCheck.__doc__ or "",
+    # Built once: pydantic makes the schema anew at each call, about a millisecond.
+    "input_schema": FinishCheck.model_json_schema(),
+}
+
+
 def is_early(turn: int, max_turns: int) -> bool:
     return turn < max_turns * EARLY
 
@@ -121,13 +129,7 @@ class FinishGuard:
         call = ModelCall(
             system=[{"type": "text", "text": SYSTEM}],
             messages=[{"role": "user", "content": content}],
-            tools=[
-                {
-                    "name": TOOL,
-                    "description": FinishCheck.__doc__ or "",
-                    "input_schema": FinishCheck.model_json_schema(),
-                }
-            ],
+            tools=[_FINISH_TOOL],
             tool_choice={"type": "tool", "name": TOOL},
             max_tokens=1_000,
             timeout_s=self._timeout_s,

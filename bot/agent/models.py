@@ -103,6 +103,9 @@ class AnthropicModel:
         self._model = model
         self._prices = prices
         self._retry_delay_s = retry_delay_s
+        self._by_retries: dict[int, AsyncAnthropic] = {client.max_retries: client}
+        """The client with each retry budget a call has needed, made once: a copy costs a
+        new client object and, at its first request, a thread to look up the platform."""
 
     async def complete(self, call: ModelCall) -> ModelReply:
         model = call.model or self._model
@@ -133,13 +136,22 @@ class AnthropicModel:
             model=model,
         )
 
+    def _with_retries(self, max_retries: int) -> AsyncAnthropic:
+        """The client with this retry budget; the copies share the one connection pool."""
+        client = self._by_retries.get(max_retries)
+        if client is None:
+            client = self._by_retries[max_retries] = self._client.with_options(
+                max_retries=max_retries
+            )
+        return client
+
     async def _final_message(self, params: dict[str, Any]) -> Message:
         """One reply, retrying a stream that broke part-way. The SDK retries only failures
         before a stream starts, so both kinds share one budget: `max_retries` + 1 attempts."""
         attempts_left = self._client.max_retries + 1
         retry = 0
         while True:
-            client = self._client.with_options(max_retries=attempts_left - 1)
+            client = self._with_retries(attempts_left - 1)
             try:
                 return await _stream_once(client, params)
             except _BrokenStream as broken:
