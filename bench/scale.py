@@ -40,6 +40,7 @@ from bench.scale_world import serve_world
 from bot.compose import freeze_startup_heap, open_services
 from bot.config import Settings
 from bot.domain import Request, RunRecord
+from bot.memory import limit_malloc_arenas
 from bot.runs import Outcome
 from tests.conftest import FAST_MODEL, TEST_MODEL
 
@@ -287,6 +288,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=None, help="default: the bot's default")
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)  # refused bombs are expected: keep it quiet
+    limit_malloc_arenas()  # as `research-bot` does first thing
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
     world = context.Process(target=serve_world, args=(theirs,), daemon=True)

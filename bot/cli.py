@@ -26,6 +26,7 @@ from bot.config import Settings
 from bot.domain import Depth, Mode, Origin, Request, RunRecord, RunStatus, strip_controls
 from bot.errors import BotError, ConfigError, NotFoundError
 from bot.export import Exported, Format, export
+from bot.memory import limit_malloc_arenas
 from bot.owner import owner_gone
 from bot.quota import QuotaError
 from bot.store import Store
@@ -140,17 +141,33 @@ def resume(
     run_id: str,
     output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
 ) -> None:
-    """Finish an interrupted terminal run from what it had found, and write its report."""
+    """Finish an interrupted terminal run from what it had found, and write its report (a
+    follow-up question is asked again, and its answer printed)."""
     _log_to_terminal()
     try:
         settings = load_settings()
         check_output(output)
-        finish = asyncio.run(_with_services(settings, terminal_runs.resume, run_id, output))
+        finish = asyncio.run(_resume(settings, run_id, output))
     except NotFoundError as error:
         raise fail(error, 1) from None
     except BotError as error:
         raise fail(error) from None
+    if isinstance(finish, cli_ask.Asked):
+        _print_answer(finish, as_json=False)
+        return
     _conclude(finish)
+
+
+async def _resume(
+    settings: Settings, run_id: str, output: Path | None
+) -> terminal_runs.Finish | cli_ask.Asked:
+    from bot.compose import open_services
+
+    async with open_services(settings) as services:
+        record = await services.store.get_run(run_id)
+        if record.parent_run_id is not None:
+            return await cli_ask.resume(services, err, record, output)
+        return await terminal_runs.resume(services, err, run_id, output)
 
 
 async def _with_services(
@@ -210,6 +227,12 @@ def ask(
         raise fail(error, TRY_LATER) from None
     except BotError as error:
         raise fail(error) from None
+    _print_answer(asked, as_json=as_json)
+
+
+def _print_answer(asked: cli_ask.Asked, *, as_json: bool) -> None:
+    """A follow-up's answer on stdout (a new report version's file on stderr); exit 1 without
+    an answer, saying why."""
     if as_json:
         sys.stdout.write(asked.model_dump_json() + "\n")
     elif asked.answer is not None:
@@ -473,4 +496,5 @@ def discord_sync(
 
 
 def main() -> None:
+    limit_malloc_arenas()
     app()
