@@ -13,6 +13,7 @@ from rich.console import Console
 from bot.adapters.terminal import install_interrupts
 from bot.agent.events import Event, ToolCalled
 from bot.domain import Origin, RunRecord, strip_controls
+from bot.errors import RequestError
 from bot.runs import Outcome
 
 if TYPE_CHECKING:
@@ -62,6 +63,28 @@ async def ask(
 ) -> Asked:
     listener = AnswerListener(console, output)
     record = await services.followups.ask(run_id, question, Origin(platform="terminal"), listener)
+    return await _answered(services, console, record, listener)
+
+
+async def resume(
+    services: Services, console: Console, run: RunRecord, output: Path | None
+) -> Asked:
+    """`research-bot resume FOLLOW_UP_ID`: a follow-up the process left is asked again (one
+    that had ended is printed again), its answer printed as `ask` prints it."""
+    if run.origin.platform != "terminal":
+        raise RequestError(
+            f"Follow-up {run.run_id} was asked in {run.origin.platform}: "
+            "`research-bot serve` answers it in its thread."
+        )
+    listener = AnswerListener(console, output)
+    record = await services.runs.resume(run.run_id, listener)
+    console.print(f"Follow-up {record.run_id}: asking again {record.topic!r}", markup=False)
+    return await _answered(services, console, record, listener)
+
+
+async def _answered(
+    services: Services, console: Console, record: RunRecord, listener: AnswerListener
+) -> Asked:
     install_interrupts(services.runs, record.run_id, console)
     await services.runs.wait(record.run_id)
     stored = await services.store.get_run(record.run_id)

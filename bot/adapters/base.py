@@ -20,6 +20,7 @@ from bot.adapters.chat import (
     DeliveryFailed,
     ResearcherRows,
     StatusView,
+    StepRows,
     deep_milestone,
     describe_call,
     ending_label,
@@ -75,6 +76,7 @@ class ChatProgress:
         """The intermediate edit on the wire, if any: the final edit goes after it."""
         self._milestones: list[str] = []
         self._rows = ResearcherRows(view)
+        self._steps = StepRows(view)
         self._seen_urls: set[str] = set()
         self._failures: set[str] = set()
         self._token_refused = False
@@ -211,7 +213,7 @@ class ChatProgress:
         milestone = deep_milestone(event)
         if milestone is not None:
             self._milestones.append(milestone)
-        row_changed = self._rows.apply(event)
+        row_changed = self._rows.apply(event) | self._steps.apply(event)
         if isinstance(event, RunQueued):
             view.state = f"Queued (#{event.position})"
         elif isinstance(event, RunStarted):

@@ -95,6 +95,23 @@ class ResearcherRow(BaseModel):
     done: bool = False
 
 
+class StepRow(BaseModel):
+    """One tool call of a quick run, as its row in the status shows it."""
+
+    number: int
+    """1, 2 … in the order the run made its calls."""
+    call_id: str
+    action: str
+    """`describe_call`: untrusted text, escaped by each renderer."""
+    sources: int = 0
+    done: bool = False
+    failed: bool = False
+
+
+MAX_STEPS = 8
+"""Steps a status shows; earlier ones are only counted (`StatusView.earlier_steps`)."""
+
+
 class StatusView(BaseModel):
     """Everything the run's status message shows; each platform lays it out its own way."""
 
@@ -115,6 +132,10 @@ class StatusView(BaseModel):
     """Finished with a stored report: the message offers it as a file in each format."""
     researchers: list[ResearcherRow] = Field(default_factory=list)
     """A deep run's researchers in the order they started; empty for a quick run."""
+    steps: list[StepRow] = Field(default_factory=list)
+    """A quick run's latest tool calls, oldest first (at most MAX_STEPS)."""
+    earlier_steps: int = 0
+    """Tool calls before those in `steps`."""
 
 
 class ResearcherRows:
@@ -150,6 +171,34 @@ class ResearcherRows:
         if agent == 0:
             return None
         return next((r for r in self._view.researchers if r.agent == agent), None)
+
+
+class StepRows:
+    """Folds a quick run's tool calls (agent 0) into the view's step rows."""
+
+    def __init__(self, view: StatusView) -> None:
+        self._view = view
+
+    def apply(self, event: Event) -> bool:
+        """True when a row changed."""
+        steps = self._view.steps
+        if isinstance(event, ToolCalled) and not event.agent:
+            if any(step.call_id == event.call_id for step in steps):
+                return False  # a replayed event
+            number = self._view.earlier_steps + len(steps) + 1
+            steps.append(StepRow(number=number, call_id=event.call_id, action=describe_call(event)))
+            if len(steps) > MAX_STEPS:
+                del steps[0]
+                self._view.earlier_steps += 1
+            return True
+        if isinstance(event, ToolFinished) and not event.agent:
+            step = next((s for s in steps if s.call_id == event.call_id), None)
+            if step is None:
+                return False
+            step.done, step.failed = True, event.is_error
+            step.sources = len({source.url for source in event.sources})
+            return True
+        return False
 
 
 class ChatSink(Protocol):

@@ -17,7 +17,7 @@ from typing import Any, Self
 import discord
 from discord import ui
 
-from bot.adapters.chat import ResearcherRow, StatusView, sources_label
+from bot.adapters.chat import ResearcherRow, StatusView, StepRow, sources_label
 from bot.adapters.discord_views import ExportSelect, RunButton, safe_text
 from bot.agent.events import format_cost
 
@@ -32,6 +32,8 @@ NOTE_CHARS = 1000
 """Untrusted text is cut to these (before escaping, so no escape is cut in half)."""
 SECTION_COMPONENTS = 3
 """A section, its text display and its accessory."""
+STEP_BADGES = 500
+"""Step badges are numbered from here (the badge template takes up to 3 digits)."""
 MORE_CHARS = 80
 """Room kept for the closing "…and N more" line."""
 
@@ -95,14 +97,15 @@ def run_card(view: StatusView, parts: CardParts = CardParts()) -> ui.LayoutView:
         )
     if parts.export:
         tail.append(ui.ActionRow(ExportSelect(view.run_id)))
-    sections = _fit(_sections(view), used=[*head, *tail])
+    noun = "researcher" if view.researchers else "step"
+    sections = _fit(_sections(view), used=[*head, *tail], noun=noun)
     colour = _colour(view)
     card = ui.LayoutView(timeout=None)
     card.add_item(ui.Container(*head, *sections, *tail, accent_colour=colour))
     return card
 
 
-def _fit(sections: list[_Shown], *, used: Sequence[ui.Item[Any]]) -> list[ui.Item[Any]]:
+def _fit(sections: list[_Shown], *, used: Sequence[ui.Item[Any]], noun: str) -> list[ui.Item[Any]]:
     """As many sections as fit under both limits; the rest counted in one closing line."""
     room = COMPONENT_LIMIT - 1 - sum(item._total_count for item in used)  # 1: the container
     text_room = TEXT_LIMIT - sum(_text_length(item) for item in used)
@@ -121,7 +124,7 @@ def _fit(sections: list[_Shown], *, used: Sequence[ui.Item[Any]]) -> list[ui.Ite
         text_room -= length
     hidden = sections[len(shown) :]
     done = sum(1 for s in hidden if s.done)
-    more = f"-# …and {len(hidden)} more researcher{'s' if len(hidden) != 1 else ''}"
+    more = f"-# …and {len(hidden)} more {noun}{'s' if len(hidden) != 1 else ''}"
     return [*shown, ui.TextDisplay(f"{more} ({done} done)" if done else more)]
 
 
@@ -134,14 +137,20 @@ class _Shown:
 def _sections(view: StatusView) -> list[_Shown]:
     if view.researchers:
         return [_Shown(_researcher_section(view, row), row.done) for row in view.researchers]
-    if view.action and not view.finished:
-        now = f"**Now:** {_inert(view.action, ROW_QUESTION_CHARS)}"
-        label = sources_label(view.sources) if view.sources else "working"
-        step: ui.Section[Any] = ui.Section(
-            ui.TextDisplay(now), accessory=RowBadge(view.run_id, 0, label)
-        )
-        return [_Shown(step, done=False)]
-    return []
+    return [_Shown(_step_section(view, step), step.done) for step in view.steps]
+
+
+def _step_section(view: StatusView, step: StepRow) -> ui.Section[Any]:
+    text = f"**{step.number}.** {_inert(step.action, ROW_QUESTION_CHARS)}"
+    if step.failed:
+        label = "failed"
+    elif step.done:
+        label = f"✓ {sources_label(step.sources)}" if step.sources else "✓ done"
+    else:
+        label = "stopped" if view.finished else "working"
+    # Numbers past the researchers' (1..n) keep every badge's custom id distinct.
+    badge = RowBadge(view.run_id, STEP_BADGES + step.number % STEP_BADGES, label)
+    return ui.Section(ui.TextDisplay(text), accessory=badge)
 
 
 def _researcher_section(view: StatusView, row: ResearcherRow) -> ui.Section[Any]:
@@ -163,6 +172,10 @@ def _status_text(view: StatusView) -> str:
     state = f"**Status:** {_inert(view.state, TOPIC_CHARS)}"
     if view.turn:
         state += f" · turn {view.turn}"
+    if view.steps:
+        state += f" · {view.earlier_steps + len(view.steps)} steps"
+        if view.earlier_steps:
+            state += f" (the latest {len(view.steps)} below)"
     lines = [
         f"### {title}",
         state,

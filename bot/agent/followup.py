@@ -45,7 +45,7 @@ from bot.agent.followup_prompts import (
     evidence_turn,
     system_prompt,
 )
-from bot.agent.followup_thread import Thread, ThreadStore, load_thread
+from bot.agent.followup_thread import OneAtATime, Thread, ThreadStore, load_thread
 from bot.agent.loop import drain
 from bot.agent.models import ModelPort, ModelReply
 from bot.agent.state import RunState, Stop
@@ -58,6 +58,12 @@ from bot.errors import BotError
 
 log = logging.getLogger(__name__)
 ASKED_AGAIN = "The bot restarted while answering: the question is asked again."
+STOPPED_BY = {
+    "max_turns": "its turns ran out",
+    "deadline": "its time ran out",
+    "forced": "the answer was asked for now",
+    "budget": "its cost limit was reached",
+}
 FAILED = {
     "cancelled": (Ending.CANCELLED, None),
     "refused": (Ending.REFUSED, "The model declined to answer this question."),
@@ -80,9 +86,11 @@ class FollowUpEngine:
         self._store = store
         self._tools = [*toolbox.schemas(), tool_for(ANSWER_TOOL, FollowUpAnswer)]
         self._steps = Steps(model, toolbox, compressor)
+        self._turns_of = OneAtATime()
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
-        return drain(lambda emit: self._work(run_id, request, control, emit))
+        events = drain(lambda emit: self._work(run_id, request, control, emit))
+        return self._turns_of.events(str(request.parent_run_id), control, events)
 
     def recover(
         self,
@@ -101,7 +109,7 @@ class FollowUpEngine:
                 return self._work(run_id, request, control, emit)
             return _fail(emit, history, f"Something went wrong inside the bot ({run_id}).")
 
-        return drain(work)
+        return self._turns_of.events(str(request.parent_run_id), control, drain(work))
 
     async def _work(
         self, run_id: str, request: Request, control: Control, emit: Callable[[Event], None]
@@ -124,7 +132,9 @@ class FollowUpEngine:
                 return
             forced, ending = await self._answer_now(run, control, stop.why)
             if forced is None:
-                _finish(run, ending, "The model could not write the answer: ask again.")
+                stopped = STOPPED_BY.get(stop.why, stop.why)
+                message = f"Research stopped ({stopped}) and the model could not write the answer."
+                _finish(run, ending, None if ending is Ending.CANCELLED else message)
                 return
             answer = forced
         except Exception:

@@ -1,12 +1,16 @@
 """What a follow-up starts from: its run's latest report, the numbered list of sources (the
-report's, then what earlier follow-ups added), what was read of each, and earlier answers."""
+report's, then what earlier follow-ups added), what was read of each, and earlier answers; and
+the turn each follow-up of a run waits for, so that they start from the thread one by one."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bot.agent.events import Event, ToolFinished
+from bot.agent.control import Control
+from bot.agent.events import Ending, Event, Notice, RunFinished, ToolFinished, Usage
 from bot.agent.evidence import SourceTexts
 from bot.agent.report import Report, SourceRegistry
 from bot.domain import RunRecord, RunStatus
@@ -87,3 +91,64 @@ def _add_texts(thread: Thread, event: ToolFinished) -> None:
             content = event.content if whole else f"{source.title}\n{source.snippet}"
             one = event.model_copy(update={"sources": [source], "numbers": [number]})
             thread.texts.add(one.model_copy(update={"content": content}))
+
+
+WAITING = "Another question about this run is being answered: this one follows it."
+
+
+class OneAtATime:
+    """Follow-ups of the same run answer one after the other (in this process), each holding its
+    turn until its answer is stored: the next one then starts from the thread as the previous
+    left it, so a source the thread numbered keeps that number, new sources of two answers never
+    share one, and a report version is made from the newest version."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        """Per run asked about: its lock, and how many follow-ups hold it or wait for it."""
+
+    async def events(
+        self, parent: str, control: Control, events: AsyncIterator[Event]
+    ) -> AsyncIterator[Event]:
+        """`events` of one follow-up of `parent`, once its turn came. The turn ends when the
+        runs service closes this iterator, which it does after storing the follow-up's ending."""
+        lock, users = self._locks.get(parent) or (asyncio.Lock(), 0)
+        self._locks[parent] = (lock, users + 1)
+        try:
+            if lock.locked():
+                yield Notice(message=WAITING)
+            if not await _turn_or_cancel(lock, control):
+                yield RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage())
+                return
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                try:
+                    if isinstance(events, AsyncGenerator):
+                        await events.aclose()  # its work stops before the next one starts
+                finally:
+                    lock.release()
+        finally:
+            lock, users = self._locks[parent]
+            if users > 1:
+                self._locks[parent] = (lock, users - 1)
+            else:
+                del self._locks[parent]
+
+
+async def _turn_or_cancel(lock: asyncio.Lock, control: Control) -> bool:
+    """Take `lock`; False (not holding it) when the follow-up is cancelled first."""
+    taking = asyncio.ensure_future(lock.acquire())
+    cancelled = asyncio.ensure_future(control.cancel_requested.wait())
+    try:
+        await asyncio.wait({taking, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+        if not taking.done():
+            taking.cancel()
+        await asyncio.gather(taking, cancelled, return_exceptions=True)
+    taken = not taking.cancelled() and taking.exception() is None
+    if taken and control.cancel_requested.is_set():
+        lock.release()
+        return False
+    return taken

@@ -19,7 +19,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import discord
 
-from bot.adapters.chat import StatusView
+from bot.adapters.chat import MAX_STEPS, StatusView, StepRows
 from bot.adapters.discord_card import CardParts, run_card
 from bot.agent.control import Control
 from bot.agent.deep_schema import Finding
@@ -86,7 +86,10 @@ async def test_a_quick_run_is_one_card_that_ends_with_its_report_file(
     edits = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")
     assert edits and all(e.status == 200 and is_card(e.body) for e in edits)
     final = fake.messages[message["id"]]
-    assert _types(final) == [17, 10, 14, 14, 13, 1, 3]
+    # Status, a section per step (its text and badge), then the file and the export menu.
+    steps = [c for c in walk(final["components"]) if c["type"] == 9]
+    assert steps and _types(final) == [17, 10, 14, *[9, 10, 2] * len(steps), 14, 13, 1, 3]
+    assert all(s["accessory"]["label"].startswith("✓") for s in steps)
     assert card_files(final) == [f"attachment://acme-robotics-{run_id}.md"]
     assert [a["filename"] for a in final["attachments"]] == [f"acme-robotics-{run_id}.md"]
     assert custom_ids(final) == [f"rb:export:{run_id}"]
@@ -95,20 +98,34 @@ async def test_a_quick_run_is_one_card_that_ends_with_its_report_file(
     assert all(e.body["allowed_mentions"] == {"parse": []} for e in edits)
 
 
-def test_a_quick_run_shows_its_step_as_a_section() -> None:
-    view = StatusView(run_id="r1", topic="Acme", mode="company", requester="1", sources=3, turn=2)
-    view.action = "Searched: <@123456789012345678> Acme"
+def test_a_quick_run_shows_its_latest_steps_as_sections() -> None:
+    view = StatusView(run_id="r1", topic="Acme", mode="company", requester="1", turn=2)
+    rows = StepRows(view)
+    for n in range(1, 11):
+        query = {"query": f"<@123456789012345678> Acme {n}"}
+        rows.apply(ToolCalled(turn=n, call_id=f"c{n}", name="web_search", input=query))
+    source = Source(url="https://news.example/a", title="A")
+    rows.apply(
+        ToolFinished(
+            turn=9,
+            call_id="c9",
+            name="web_search",
+            is_error=False,
+            content="",
+            sources=[source, source],
+        )
+    )
+    rows.apply(ToolFinished(turn=10, call_id="c10", name="web_search", is_error=True, content=""))
+
     card = run_card(view, CardParts(buttons=True)).to_components()
-    assert _types({"components": card}) == [17, 10, 14, 9, 10, 2, 14, 1, 2, 2]
-    (step,) = [c for c in walk(card) if c["type"] == 9]
-    assert step["components"][0]["content"].startswith("**Now:** Searched: <@\u200b123")
-    assert step["accessory"] == {
-        "type": 2,
-        "style": 2,
-        "disabled": True,
-        "label": "3 sources",
-        "custom_id": "rb:row:r1:0",
-    }
+
+    steps = [c for c in walk(card) if c["type"] == 9]
+    assert len(steps) == MAX_STEPS  # the latest; the two before are counted in the status
+    assert "· 10 steps (the latest 8 below)" in card_text({"components": card})
+    first = steps[0]["components"][0]["content"]
+    assert first.startswith("**3.** Searched: <@\u200b123")  # no ping
+    assert [s["accessory"]["label"] for s in steps[-3:]] == ["working", "✓ 1 source", "failed"]
+    assert len({s["accessory"]["custom_id"] for s in steps}) == MAX_STEPS
 
 
 class ManyResearchers(ScriptedEngine):
