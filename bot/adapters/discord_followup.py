@@ -17,7 +17,7 @@ import re
 import discord
 
 from bot.adapters.chat import ChatError
-from bot.adapters.discord_sink import discord_errors, send_report, send_text
+from bot.adapters.discord_sink import ThreadReplies, discord_errors, send_text
 from bot.adapters.discord_views import MESSAGE_LIMIT, safe_text
 from bot.adapters.followup_reply import FollowUpReply
 from bot.domain import Origin, RunRecord
@@ -34,27 +34,11 @@ HINT = (
 )
 
 
-class ThreadSink:
+class ThreadSink(ThreadReplies):
     """Where a follow-up's answer goes: the thread its own record names, with the bot token."""
-
-    show_command = "`/research show run:{run_id}`"
 
     def __init__(self, client: discord.Client) -> None:
         self._client = client
-
-    async def reply(self, run: RunRecord, text: str) -> None:
-        thread = self._thread(run)
-        if thread is not None:
-            with discord_errors():
-                await send_text(thread, safe_text(text))
-
-    async def upload_report(
-        self, run: RunRecord, filename: str, markdown: str, comment: str
-    ) -> None:
-        thread = self._thread(run)
-        if thread is not None:
-            with discord_errors():
-                await send_report(thread, safe_text(comment), filename, markdown)
 
     def _thread(self, run: RunRecord) -> discord.PartialMessageable | None:
         origin = run.origin

@@ -89,11 +89,33 @@ async def send_text(channel: discord.abc.Messageable, text: str) -> None:
         await channel.send(piece, suppress_embeds=True)
 
 
-class DiscordSink:
-    """Shows runs on Discord. Knows each run's place from the store, or from its own post until
-    the run's record catches up."""
+class ThreadReplies:
+    """Replies and report files in a run's thread; `_thread` says where that is (None: nowhere,
+    and nothing is sent)."""
 
     show_command = "`/research show run:{run_id}`"
+
+    def _thread(self, run: RunRecord) -> discord.PartialMessageable | None:
+        raise NotImplementedError
+
+    async def reply(self, run: RunRecord, text: str) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            with discord_errors():
+                await send_text(thread, safe_text(text))
+
+    async def upload_report(
+        self, run: RunRecord, filename: str, markdown: str, comment: str
+    ) -> None:
+        thread = self._thread(run)
+        if thread is not None:
+            with discord_errors():
+                await send_report(thread, safe_text(comment), filename, markdown)
+
+
+class DiscordSink(ThreadReplies):
+    """Shows runs on Discord. Knows each run's place from the store, or from its own post until
+    the run's record catches up."""
 
     def __init__(self, client: discord.Client, store: Store) -> None:
         self._client = client
@@ -151,19 +173,11 @@ class DiscordSink:
         with discord_errors():
             await _edit_card(message, run_card(view, CardParts(export=view.has_report)))
 
-    async def reply(self, run: RunRecord, text: str) -> None:
-        thread = self._thread(run)
-        if thread is not None:
-            with discord_errors():
-                await send_text(thread, safe_text(text))
-
     async def upload_report(
         self, run: RunRecord, filename: str, markdown: str, comment: str
     ) -> None:
-        thread = self._thread(run)
-        if thread is not None:
-            with discord_errors():
-                await send_report(thread, safe_text(comment), filename, markdown)
+        await super().upload_report(run, filename, markdown, comment)
+        if self._thread(run) is not None:
             self._reports[run.run_id] = (filename, markdown)
 
     async def post_report_text(self, run: RunRecord, note: str, markdown: str) -> None:
