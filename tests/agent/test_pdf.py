@@ -70,7 +70,7 @@ async def test_only_the_first_pages_are_read_and_the_text_says_so(
 
 async def test_the_text_cap_cuts_a_long_pdf(web: FakeWeb) -> None:
     url = web.page("/long.pdf", text_pdf(["word " * 300] * 5), content_type="application/pdf")
-    limits = FetchLimits(deadline_s=5, max_text_chars=500)
+    limits = FetchLimits(deadline_s=20, max_text_chars=500)
     async with PageFetcher(allow_hosts=[web.host_port], limits=limits) as fetcher:
         page = await fetcher.fetch(url)
 
@@ -80,7 +80,7 @@ async def test_the_text_cap_cuts_a_long_pdf(web: FakeWeb) -> None:
 
 async def test_the_byte_cap_holds_for_pdfs(web: FakeWeb) -> None:
     url = web.page("/big.pdf", PAPER, content_type="application/pdf")
-    limits = FetchLimits(deadline_s=5, max_raw_bytes=len(PAPER) - 1)
+    limits = FetchLimits(deadline_s=20, max_raw_bytes=len(PAPER) - 1)
     async with PageFetcher(allow_hosts=[web.host_port], limits=limits) as fetcher:
         with pytest.raises(FetchRefused, match="larger than"):
             await fetcher.fetch(url)
