@@ -17,7 +17,7 @@ import re
 import discord
 
 from bot.adapters.chat import ChatError
-from bot.adapters.discord_sink import ThreadReplies, discord_errors, send_text
+from bot.adapters.discord_sink import ThreadPosts, discord_errors, send_text
 from bot.adapters.discord_views import MESSAGE_LIMIT, safe_text
 from bot.adapters.followup_reply import FollowUpReply
 from bot.domain import Origin, RunRecord
@@ -34,7 +34,7 @@ HINT = (
 )
 
 
-class ThreadSink(ThreadReplies):
+class ThreadSink(ThreadPosts):
     """Where a follow-up's answer goes: the thread its own record names, with the bot token."""
 
     def __init__(self, client: discord.Client) -> None:

@@ -89,7 +89,7 @@ async def send_text(channel: discord.abc.Messageable, text: str) -> None:
         await channel.send(piece, suppress_embeds=True)
 
 
-class ThreadReplies:
+class ThreadPosts:
     """Replies and report files in a run's thread; `_thread` says where that is (None: nowhere,
     and nothing is sent)."""
 
@@ -113,7 +113,7 @@ class ThreadReplies:
                 await send_report(thread, safe_text(comment), filename, markdown)
 
 
-class DiscordSink(ThreadReplies):
+class DiscordSink(ThreadPosts):
     """Shows runs on Discord. Knows each run's place from the store, or from its own post until
     the run's record catches up."""
 
