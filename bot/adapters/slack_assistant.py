@@ -28,6 +28,7 @@ from bot.adapters.slack_mentions import StartsResearch
 from bot.adapters.slack_render import PLAIN_CHARS, status_blocks, status_text
 from bot.adapters.slack_service import (
     event_caller,
+    first_delivery,
     message_text_to_bot,
     reply_text,
     research_request,
@@ -116,10 +117,7 @@ class SlackAssistant:
         set_status: AsyncSetStatus,
         set_title: AsyncSetTitle,
     ) -> None:
-        event_id = str(body.get("event_id") or "")
-        # Slack retries events it thinks we missed: each message acts once, even across restarts.
-        if not event_id or not await self._store.claim(f"slack:{event_id}"):
-            log.info("slack: event %s already handled", event_id)
+        if not await first_delivery(self._store, body):
             return
         caller = event_caller(
             body, user=str(payload.get("user", "")), channel=str(payload.get("channel", ""))

@@ -14,6 +14,7 @@ from bot.adapters.service import Caller, Reply
 from bot.adapters.slack_followup import SlackThreads
 from bot.adapters.slack_service import (
     event_caller,
+    first_delivery,
     message_text_to_bot,
     reply_text,
     research_request,
@@ -45,9 +46,7 @@ class SlackMentions:
     ) -> None:
         if event.get("bot_id"):
             return  # Another app (or ourselves) naming us: not a person asking.
-        event_id = str(body.get("event_id") or "")
-        if not event_id or not await self._store.claim(f"slack:{event_id}"):
-            log.info("slack: event %s already handled", event_id)
+        if not await first_delivery(self._store, body):
             return
         caller = event_caller(
             body, user=str(event.get("user", "")), channel=str(event.get("channel", ""))

@@ -22,6 +22,7 @@ from bot.adapters.slack_render import (
     unescape_incoming,
 )
 from bot.adapters.slack_sink import SlackBudget, post_message, post_text, slack_errors, upload_file
+from bot.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,16 @@ def event_caller(body: dict[str, Any], *, user: str, channel: str) -> Caller:
     return Caller(
         platform=PLATFORM, workspace=str(body.get("team_id", "")), channel=channel, user=user
     )
+
+
+async def first_delivery(store: Store, body: dict[str, Any]) -> bool:
+    """Whether this event is new: Slack retries events it thinks we missed, and each acts once,
+    even across restarts. An event without an id is not acted on."""
+    event_id = str(body.get("event_id") or "")
+    if event_id and await store.claim(f"slack:{event_id}"):
+        return True
+    log.info("slack: event %s already handled", event_id or "(no id)")
+    return False
 
 
 def message_text_to_bot(text: str, bot_user_id: str | None) -> str:

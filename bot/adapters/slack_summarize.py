@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 from bot.adapters.service import CommandService, Refused
-from bot.adapters.slack_service import event_caller
+from bot.adapters.slack_service import event_caller, first_delivery
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -47,11 +47,7 @@ class SummarizeEvents:
         self, body: dict[str, Any], channel: str, parent: str, event: dict[str, Any]
     ) -> None:
         run_id = self._parents.get((channel, parent))
-        event_id = body.get("event_id")
-        if run_id is None or not event_id:
-            return
-        if not await self._store.claim(f"slack:{event_id}"):
-            log.info("slack: event %s already handled", event_id)
+        if run_id is None or not await first_delivery(self._store, body):
             return
         caller = event_caller(body, user=str(event.get("user", "")), channel=channel)
         try:

@@ -52,7 +52,7 @@ from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.structured import ask_for, tool_for
 from bot.agent.tools import Toolbox
-from bot.agent.writeup import ENDINGS
+from bot.agent.writeup import ENDINGS, say_last
 from bot.domain import Request
 from bot.errors import BotError
 
@@ -195,7 +195,7 @@ class FollowUpEngine:
     ) -> tuple[FollowUpAnswer | None, Ending]:
         """A limit ended the research: one forced call of the `answer` tool."""
         done, failed = ENDINGS[why]
-        _say(run, answer_now(why))
+        say_last(run, answer_now(why))
         run.turn += 1
         run.emit(SynthesisStarted(turn=run.turn, reason=why))
         run.emit(TurnStarted(turn=run.turn))
@@ -260,16 +260,6 @@ def _researched(run: RunState) -> bool:
         if message["role"] == "assistant" and isinstance(message["content"], list)
         for block in message["content"]
     )
-
-
-def _say(run: RunState, text: str) -> None:
-    last = run.messages[-1]
-    if last["role"] == "user":
-        content = last["content"]
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-        last["content"] = [*blocks, {"type": "text", "text": text}]
-    else:
-        run.messages.append({"role": "user", "content": text})
 
 
 def _finish(run: RunState, ending: Ending, error: str | None = None) -> None:

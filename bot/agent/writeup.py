@@ -145,7 +145,7 @@ class WriteUp:
             ]
         else:
             compact_if_full(run, self._limits.context_window_tokens)
-            _say(run, synthesis_instruction(why))
+            say_last(run, synthesis_instruction(why))
         return model_call(run, self._tools, self._limits, tool_choice=NO_TOOLS, until=until)
 
     def _parse(self, run: RunState, text: str) -> Report:
@@ -185,7 +185,7 @@ class WriteUp:
         )
 
 
-def _say(run: RunState, text: str) -> None:
+def say_last(run: RunState, text: str) -> None:
     """Add an instruction as the last user turn (merged into it when the last turn is the user's)."""
     last = run.messages[-1]
     if last["role"] == "user":
