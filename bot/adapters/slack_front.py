@@ -30,6 +30,7 @@ from bot.adapters.slack_render import (
 )
 from bot.adapters.slack_service import (
     PLATFORM,
+    Locales,
     action_caller,
     command_caller,
     reply_text,
@@ -41,7 +42,6 @@ from bot.adapters.slack_sink import (
     make_client,
     post_ephemeral,
     require_slack_settings,
-    slack_errors,
 )
 from bot.adapters.slack_stream import StreamingProgress, StreamOptions, slack_progress
 from bot.adapters.slack_summarize import SummarizeEvents
@@ -84,6 +84,7 @@ class SlackFrontEnd:
         budget: SlackBudget | None = None,
         edit_interval_s: float = 3.0,
         followups: FollowUps | None = None,
+        locale_wait_s: float = 3.0,
     ) -> None:
         require_slack_settings(settings)
         self.client = client or make_client(settings)
@@ -95,8 +96,7 @@ class SlackFrontEnd:
         self._streaming = settings.slack_streaming
         self._parents: dict[tuple[str, str], str] = {}
         """(channel, parent ts) -> run id, for the runs this process can still summarize."""
-        self._locales: dict[tuple[str, str], str] = {}
-        """(team, user) -> the user's Slack locale (`de-DE`), asked once per user."""
+        self.locales = Locales(self.client, wait_s=locale_wait_s)
         self.service = CommandService(
             runs, store, platform=PLATFORM, place="workspace", font_dir=settings.export_fonts
         )
@@ -259,24 +259,10 @@ class SlackFrontEnd:
         # A burst of requests: their acks first, their runs' starts (a locale lookup, the
         # store) two at a time.
         async with self._starting:
-            caller = caller.model_copy(update={"locale": await self._locale(caller)})
+            caller = caller.model_copy(update={"locale": await self.locales.of(caller)})
             record = await self.service.start(caller, wanted, progress)
         progress.view.run_id = record.run_id
         return record
-
-    async def _locale(self, caller: Caller) -> str | None:
-        """The user's locale from `users.info` (cached); None when Slack will not say (an
-        install without `users:read`): the topic's language decides then."""
-        key = (caller.workspace, caller.user)
-        if key not in self._locales:
-            try:
-                with slack_errors():
-                    info = await self.client.users_info(user=caller.user, include_locale=True)
-            except ChatError as error:
-                log.warning("slack: no locale for %s: %s", caller.user, error)
-                return None
-            self._locales[key] = str((info.get("user") or {}).get("locale") or "")
-        return self._locales[key] or None
 
     async def _show(self, caller: Caller, run_id: str, respond: AsyncRespond) -> None:
         """Re-post a past report of this workspace here: its TL;DR, and the file in the thread."""

@@ -4,6 +4,7 @@ length) and a report shared again (its TL;DR here, then the file in that message
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from typing import Any
@@ -58,6 +59,35 @@ def event_caller(body: dict[str, Any], *, user: str, channel: str) -> Caller:
     return Caller(
         platform=PLATFORM, workspace=str(body.get("team_id", "")), channel=channel, user=user
     )
+
+
+class Locales:
+    """Each person's Slack locale (`de-DE`), asked once from `users.info`; reports follow it."""
+
+    def __init__(self, client: AsyncWebClient, *, wait_s: float = 3.0) -> None:
+        self._client = client
+        self.wait_s = wait_s
+        """How long a run's start waits for it: runs start two at a time, so a slow
+        `users.info` must not hold the others back for the SDK's whole timeout."""
+        self._known: dict[tuple[str, str], str] = {}
+
+    async def of(self, caller: Caller) -> str | None:
+        """None when Slack will not say in time (or at all: an install without `users:read`):
+        the topic's language decides then."""
+        key = (caller.workspace, caller.user)
+        if key not in self._known:
+            try:
+                async with asyncio.timeout(self.wait_s):
+                    with slack_errors():
+                        info = await self._client.users_info(user=caller.user, include_locale=True)
+            except TimeoutError:
+                log.warning("slack: no locale for %s: users.info took too long", caller.user)
+                return None  # not kept: asked again at this person's next run
+            except ChatError as error:
+                log.warning("slack: no locale for %s: %s", caller.user, error)
+                return None
+            self._known[key] = str((info.get("user") or {}).get("locale") or "")
+        return self._known[key] or None
 
 
 async def first_delivery(store: Store, body: dict[str, Any]) -> bool:

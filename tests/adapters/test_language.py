@@ -166,3 +166,23 @@ async def test_an_unknown_discord_locale_falls_back_to_english(
         await bot.stop()
 
     assert (stored.language, portuguese.language) == ("en", "pt")
+
+
+async def test_a_slow_users_info_does_not_hold_the_run_back(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    slack.locales["U1"] = "ja-JP"
+    stuck = slack.hold("users.info")
+    bot = await SlackWorld.start(slack, tmp_path / "db.sqlite3")
+    bot.front.locales.wait_s = 0.05
+    try:
+        # The run starts without the locale (the topic's language), and the next asks again.
+        first, _ = await bot.research("Acme Robotics", user="U1")
+        stuck.release()
+        second, _ = await bot.research("Globex", user="U1")
+        languages = [(await bot.store.get_run(r)).language for r in (first, second)]
+    finally:
+        await bot.stop()
+
+    assert stuck.arrived.is_set()
+    assert languages == ["en", "ja"]
