@@ -6,15 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
-
-with warnings.catch_warnings():
-    # discord.py imports `audioop`, deprecated on Python 3.11-3.12 (3.13 has audioop-lts).
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord
 
 from bot.adapters.slack_front import SlackFrontEnd
 from bot.adapters.slack_sink import SlackBudget
@@ -128,14 +122,6 @@ async def test_a_deep_run_from_slack_shows_its_researchers_and_uploads_the_repor
 
 
 # -- Discord --------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    # The bot points discord.py's process-wide REST base at the fake; leave it as found.
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
 
 
 async def test_a_deep_run_from_discord_shows_its_researchers_and_uploads_the_report(

@@ -8,7 +8,7 @@ import io
 import json
 import re
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -110,13 +110,6 @@ async def test_slack_shows_each_researcher_and_posts_milestones(
     sent = " ".join(c.dump() for c in slack.calls)
     assert not any(ping in sent for ping in SLACK_PINGS)
     assert (await slack_bot.store.get_run(run_id)).status == RunStatus.DONE
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
 
 
 async def test_discord_shows_each_researcher_and_posts_milestones(tmp_path: Path) -> None:

@@ -4,16 +4,10 @@ against a fake Discord REST API and gateway; a scripted engine; a real store."""
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
-with warnings.catch_warnings():
-    # discord.py imports `audioop`, deprecated on Python 3.11-3.12 (3.13 has audioop-lts).
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord
 
 from bot.agent.events import Usage, UsageRecorded
 from bot.compose import Services
@@ -34,20 +28,6 @@ from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.discord_api import FakeDiscord
 
 REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n\n## Overview\nFounded 2015 [1].\n"
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    # The bot points discord.py's process-wide REST base at the fake; leave it as found.
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
 
 
 @pytest.fixture

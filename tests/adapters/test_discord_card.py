@@ -8,7 +8,7 @@ import contextlib
 import logging
 import re
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -46,19 +46,6 @@ from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_components import MAX_COMPONENTS, walk
 
 Json = Any
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
 
 
 def _types(message: Json) -> list[int]:

@@ -6,17 +6,11 @@ refusals."""
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-with warnings.catch_warnings():
-    # discord.py imports `audioop`, deprecated on Python 3.11-3.12 (3.13 has audioop-lts).
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord
 
 from bot.compose import Services
 from bot.domain import RunStatus
@@ -38,19 +32,6 @@ REVISED = (
     "# Acme Robotics\n\n## TL;DR\n- Acme raised $40 million [1].\n- It sells to grocers [2].\n\n"
     "## Overview\nFounded in 2019 [1].\n\n## Customers and market\nGrocers [2].\n"
 )
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
 
 
 def answer(text: str, **more: Any) -> Any:

@@ -3,15 +3,7 @@ summarize emoji, message splitting and safe text."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import AsyncIterator, Iterator
-
 import pytest
-
-with warnings.catch_warnings():
-    # discord.py imports `audioop`, deprecated on Python 3.11-3.12 (3.13 has audioop-lts).
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord
 
 from bot.adapters.chat import split_text
 from bot.adapters.discord_app import serve_discord, sync_commands
@@ -20,19 +12,6 @@ from bot.config import Settings
 from bot.errors import ConfigError
 from tests.adapters.discord_world import discord_settings
 from tests.fakes.discord_api import FakeDiscord
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
 
 
 async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -> None:

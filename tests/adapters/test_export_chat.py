@@ -8,17 +8,11 @@ import json
 import logging
 import sys
 import types
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-with warnings.catch_warnings():
-    # discord.py imports `audioop`, deprecated on Python 3.11-3.12 (3.13 has audioop-lts).
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord
 
 from bot.domain import Origin, Request
 from tests.adapters.discord_world import DiscordBot, thread_posts
@@ -35,14 +29,6 @@ LOOKS_LIKE = {
     "pdf": b"%PDF-",
     "docx": b"PK\x03\x04",  # a zip, as every Word file is
 }
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    # The Discord bot points discord.py's process-wide REST base at the fake; leave it as found.
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
 
 
 @pytest.fixture
@@ -233,12 +219,6 @@ async def test_slack_pdf_without_pango_tells_the_person_and_logs_it(
 
 
 # -- Discord -------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord() as server:
-        yield server
 
 
 @pytest.fixture

@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-
-with warnings.catch_warnings():
-    # discord.py imports `audioop`, deprecated on Python 3.11-3.12 (3.13 has audioop-lts).
-    warnings.simplefilter("ignore", DeprecationWarning)
-    import discord
 
 from bot.compose import Services
 from tests.adapters.discord_world import DiscordBot, status_message, thread_posts
@@ -40,14 +34,6 @@ async def slack() -> AsyncIterator[FakeSlack]:
 async def discord_api() -> AsyncIterator[FakeDiscord]:
     async with FakeDiscord() as server:
         yield server
-
-
-@pytest.fixture(autouse=True)
-def _restore_api_base() -> Iterator[None]:
-    # The Discord bot points discord.py's process-wide REST base at the fake; leave it as found.
-    base = discord.http.Route.BASE
-    yield
-    discord.http.Route.BASE = base
 
 
 def _script_german_run(anthropic_api: FakeAnthropic) -> None:
