@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from bot.agent.report import Report, Source, SourceRegistry, parse_report, render_markdown
+from bot.agent.report.model import Report, Source, SourceRegistry, parse_report, render_markdown
 from bot.domain import Mode, Origin, RunRecord, RunStatus
 
 CASES = 48
@@ -194,9 +194,9 @@ RUN = RunRecord(
 
 def numeric_claims_caught(cases: list[tuple[Case, Report]]) -> float | None:
     """Share of planted unsupported numbers the deterministic claim check flags; None while the
-    claim-support check (`bot.agent.claims`) is not there."""
+    claim-support check (`bot.agent.report.claims`) is not there."""
     try:
-        from bot.agent.claims import check, cited_sentences
+        from bot.agent.report.claims import check, cited_sentences
     except ImportError:
         return None
     planted = caught = 0

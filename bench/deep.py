@@ -32,8 +32,8 @@ from bench.token_cost import prose
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
-from bot.agent.deep import DeepLimits, DeepResearch
-from bot.agent.deep_researcher import FINISH
+from bot.agent.deep.engine import DeepLimits, DeepResearch
+from bot.agent.deep.researcher import FINISH
 from bot.agent.events import (
     Ending,
     Event,
@@ -44,10 +44,10 @@ from bot.agent.events import (
     ToolFinished,
     Usage,
 )
-from bot.agent.extract import Page
-from bot.agent.models import ModelCall, ModelReply
-from bot.agent.report import Source
-from bot.agent.tools import research_tools
+from bot.agent.models.port import ModelCall, ModelReply
+from bot.agent.report.model import Source
+from bot.agent.web.extract import Page
+from bot.agent.web.registry import research_tools
 from bot.domain import Depth, Request
 from tests.fakes.anthropic_cache import PromptCache, count_input_tokens
 from tests.fakes.deep_script import forced, numbers_shown, question_of

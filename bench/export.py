@@ -28,7 +28,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from bot.agent.report import Report, Section, Source, render_markdown
+from bot.agent.report.model import Report, Section, Source, render_markdown
 from bot.domain import Mode, Origin, RunRecord, RunStatus
 from bot.export import Format, export, render
 

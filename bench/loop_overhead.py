@@ -30,12 +30,12 @@ from bot.agent.compress import Compressor
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, RunFinished, ToolFinished, Usage
 from bot.agent.loop import Researcher
-from bot.agent.models import ModelCall, ModelReply
-from bot.agent.report import Source
-from bot.agent.tools import Tool, Toolbox, ToolContext, ToolOutput
+from bot.agent.models.port import ModelCall, ModelReply
+from bot.agent.report.model import Source
+from bot.agent.web.registry import Tool, Toolbox, ToolContext, ToolOutput
 from bot.domain import Request, RunRecord
-from bot.runs import Outcome, RunManager
-from bot.store import Store
+from bot.runs.manager import Outcome, RunManager
+from bot.store.runs import Store
 
 GOAL = 1.05
 MODEL_S = (0.050, 0.150)

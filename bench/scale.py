@@ -41,7 +41,7 @@ from bot.compose import freeze_startup_heap, open_services
 from bot.config import Settings
 from bot.domain import Request, RunRecord
 from bot.memory import limit_malloc_arenas
-from bot.runs import Outcome
+from bot.runs.manager import Outcome
 from tests.conftest import FAST_MODEL, TEST_MODEL
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

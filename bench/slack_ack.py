@@ -27,10 +27,10 @@ import aiohttp  # noqa: E402
 from aiohttp import web  # noqa: E402
 from slack_bolt.async_app import AsyncAck, AsyncApp  # noqa: E402
 
-from bot.adapters.chat import StatusView  # noqa: E402
-from bot.adapters.slack_front import SlackFrontEnd  # noqa: E402
-from bot.adapters.slack_sink import SlackBudget, SlackSink, make_client  # noqa: E402
-from bot.adapters.slack_stream import StreamOptions, slack_progress  # noqa: E402
+from bot.adapters.chat.sink import StatusView  # noqa: E402
+from bot.adapters.slack.front import SlackFrontEnd  # noqa: E402
+from bot.adapters.slack.sink import SlackBudget, SlackSink, make_client  # noqa: E402
+from bot.adapters.slack.stream import StreamOptions, slack_progress  # noqa: E402
 from bot.agent.control import Control  # noqa: E402
 from bot.agent.events import (  # noqa: E402
     Ending,
@@ -45,11 +45,11 @@ from bot.agent.events import (  # noqa: E402
     Usage,
     UsageRecorded,
 )
-from bot.agent.report import Report, Source  # noqa: E402
+from bot.agent.report.model import Report, Source  # noqa: E402
 from bot.config import Settings  # noqa: E402
 from bot.domain import Origin, Request  # noqa: E402
-from bot.runs import RunManager  # noqa: E402
-from bot.store import Store  # noqa: E402
+from bot.runs.manager import RunManager  # noqa: E402
+from bot.store.runs import Store  # noqa: E402
 from tests.fakes.slack_api import Call, FakeSlack, SlackSender  # noqa: E402
 
 SECRET = "bench-signing-secret"

@@ -27,12 +27,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bot.agent.report import Source
-from bot.agent.search import SearchProvider, build_search
+from bot.agent.report.model import Source
+from bot.agent.web.search import SearchProvider, build_search
 from bot.compose import open_services
 from bot.config import Settings
 from bot.domain import Request, RunRecord, RunStatus
-from bot.runs import Outcome
+from bot.runs.manager import Outcome
 from tests.conftest import FAST_MODEL, TEST_MODEL
 from tests.fakes.anthropic_api import FakeAnthropic, dropped, reply_text, reply_tools
 from tests.fakes.tavily_api import FakeTavily

@@ -27,11 +27,11 @@ from bot.agent.calls import Limits
 from bot.agent.compress import Compressor, estimate_tokens
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, RunFinished, ToolFinished, Usage, UsageRecorded
-from bot.agent.fetch import Page
 from bot.agent.loop import Researcher
-from bot.agent.models import AnthropicModel
-from bot.agent.report import Source
-from bot.agent.tools import research_tools
+from bot.agent.models.port import AnthropicModel
+from bot.agent.report.model import Source
+from bot.agent.web.fetch import Page
+from bot.agent.web.registry import research_tools
 from bot.config import DEFAULT_PRICES, Settings
 from bot.domain import Request
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, reply_text, reply_tools

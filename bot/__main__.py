@@ -1,5 +1,5 @@
 """`python -m bot` is the `research-bot` command."""
 
-from bot.cli import main
+from bot.cli.app import main
 
 main()

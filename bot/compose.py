@@ -10,28 +10,28 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from bot.agent.arxiv import Arxiv, arxiv_tools
-from bot.agent.budget import MiB, ReadBudget
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
-from bot.agent.deep import DeepResearch
-from bot.agent.deep_session import DeepLimits
+from bot.agent.deep.engine import DeepResearch
+from bot.agent.deep.session import DeepLimits
 from bot.agent.events import Event
-from bot.agent.extract_pool import Extractor
-from bot.agent.fetch import PageFetcher
-from bot.agent.followup import FollowUpEngine
-from bot.agent.github import GitHub, github_tools
+from bot.agent.followup.engine import FollowUpEngine
 from bot.agent.loop import Researcher
-from bot.agent.search import SearchProvider, build_search
-from bot.agent.tools import Tool, research_tools
+from bot.agent.web.arxiv import Arxiv, arxiv_tools
+from bot.agent.web.budget import MiB, ReadBudget
+from bot.agent.web.extract_pool import Extractor
+from bot.agent.web.fetch import PageFetcher
+from bot.agent.web.github import GitHub, github_tools
+from bot.agent.web.registry import Tool, research_tools
+from bot.agent.web.search import SearchProvider, build_search
 from bot.config import Settings
 from bot.domain import Depth, Request
-from bot.followups import FollowUps
 from bot.providers import model_chain
-from bot.quota import Quota, QuotaLimits
-from bot.runs import Engine, RunManager
-from bot.store import Store
+from bot.runs.followups import FollowUps
+from bot.runs.manager import Engine, RunManager
+from bot.runs.quota import Quota, QuotaLimits
+from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@
     └── ToolError                 an expected tool failure: becomes an is_error tool_result
         └── FetchRefused          the fetch guard said no (private address, bad scheme, size …)
 
-The SDKs' typed errors are translated into ModelError in bot/agent/models.py (the one module
-that imports `anthropic`) and bot/agent/openai_model.py (the one that imports `openai`); the
-provider chain (bot/agent/fallback.py) passes a provider's fault on to the next provider, and
+The SDKs' typed errors are translated into ModelError in bot/agent/models/port.py (the one module
+that imports `anthropic`) and bot/agent/models/openai_compat.py (the one that imports `openai`); the
+provider chain (bot/agent/models/fallback.py) passes a provider's fault on to the next provider, and
 the loop turns what is left into the `llm_error` ending.
 """
 

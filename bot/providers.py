@@ -8,9 +8,9 @@ from contextlib import AsyncExitStack
 from anthropic import AsyncAnthropic, DefaultAioHttpClient
 from openai import AsyncOpenAI
 
-from bot.agent.fallback import ModelChain, Provider
-from bot.agent.models import AnthropicModel
-from bot.agent.openai_model import OpenAIModel, OutputLimit
+from bot.agent.models.fallback import ModelChain, Provider
+from bot.agent.models.openai_compat import OpenAIModel, OutputLimit
+from bot.agent.models.port import AnthropicModel
 from bot.config import Settings
 from bot.errors import ConfigError
 

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from bot.adapters.chat import (
+from bot.adapters.chat.sink import (
     ResearcherRows,
     StatusView,
     deep_milestone,
@@ -33,7 +33,7 @@ from bot.agent.events import (
 )
 from bot.agent.fence import plain
 from bot.domain import RunRecord, strip_controls
-from bot.runs import Outcome, RunManager
+from bot.runs.manager import Outcome, RunManager
 
 
 class TerminalProgress:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from bot.agent.models import ModelCall
+from bot.agent.models.port import ModelCall
 from bot.agent.state import RunState
 
 EPHEMERAL = {"type": "ephemeral"}

@@ -8,10 +8,10 @@ from typing import Any, NamedTuple
 
 from bot.agent.events import Notice, Usage
 from bot.agent.fence import fence
-from bot.agent.listing import clip
-from bot.agent.models import ModelCall, ModelPort
-from bot.agent.report import Source
+from bot.agent.models.port import ModelCall, ModelPort
+from bot.agent.report.model import Source
 from bot.agent.state import RunState
+from bot.agent.web.listing import clip
 from bot.errors import ModelError
 
 log = logging.getLogger(__name__)

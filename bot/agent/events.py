@@ -8,8 +8,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from bot.agent.deep_schema import Finding, SubQuestion
-from bot.agent.report import Report, Source
+from bot.agent.deep.schema import Finding, SubQuestion
+from bot.agent.report.model import Report, Source
 
 
 class Ending(StrEnum):

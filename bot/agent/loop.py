@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from bot.agent.calls import Limits, model_call
-from bot.agent.claims import ClaimChecker
 from bot.agent.compress import Compressor, compact_if_full
 from bot.agent.control import Control
 from bot.agent.cost import CostLimit
@@ -25,12 +24,13 @@ from bot.agent.events import (
     RunStarted,
     TurnStarted,
 )
-from bot.agent.guard import FinishGuard
-from bot.agent.models import ModelPort
+from bot.agent.models.port import ModelPort
 from bot.agent.prompts import system_prompt, task
+from bot.agent.report.claims import ClaimChecker
+from bot.agent.report.finish_guard import FinishGuard
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
-from bot.agent.tools import Toolbox
+from bot.agent.web.registry import Toolbox
 from bot.agent.writeup import WriteUp
 from bot.domain import Request
 

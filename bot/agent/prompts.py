@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from bot.agent.i18n import DEFAULT, frame
+from bot.agent.language import DEFAULT, frame
 from bot.domain import Mode
 
 _COMMON = """\

@@ -21,7 +21,7 @@ from bot.agent.events import (
 from bot.agent.evidence import SourceTexts
 from bot.agent.fence import fence as fence  # re-exported: the loop takes it from here
 from bot.agent.prompts import system_prompt, task
-from bot.agent.report import Report, SourceRegistry
+from bot.agent.report.model import Report, SourceRegistry
 from bot.domain import Request
 
 T = TypeVar("T")

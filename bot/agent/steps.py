@@ -12,10 +12,10 @@ from typing import Any, Protocol
 from bot.agent.compress import Compressor, compact_form
 from bot.agent.control import Control
 from bot.agent.events import ModelText, ToolCalled, ToolFinished, UsageRecorded
-from bot.agent.models import ModelCall, ModelPort, ModelReply, ToolUse
+from bot.agent.models.port import ModelCall, ModelPort, ModelReply, ToolUse
 from bot.agent.prompts import continue_after_max_tokens
 from bot.agent.state import RunState, Stop, fence, guarded
-from bot.agent.tools import ToolContext, ToolResult
+from bot.agent.web.registry import ToolContext, ToolResult
 from bot.errors import ContextOverflow, ModelError
 
 

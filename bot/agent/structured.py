@@ -15,9 +15,9 @@ from pydantic import BaseModel, ValidationError
 from bot.agent.calls import EPHEMERAL, Limits
 from bot.agent.control import Control
 from bot.agent.events import UsageRecorded
-from bot.agent.models import ModelCall, ModelPort
+from bot.agent.models.port import ModelCall, ModelPort
 from bot.agent.state import RunState, guarded
-from bot.agent.tools import problems
+from bot.agent.web.registry import problems
 from bot.errors import ModelError
 
 M = TypeVar("M", bound=BaseModel)

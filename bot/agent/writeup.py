@@ -11,7 +11,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bot.agent.calls import Limits, model_call
-from bot.agent.claims import ClaimChecker
 from bot.agent.compress import compact_if_full
 from bot.agent.events import (
     Ending,
@@ -22,9 +21,10 @@ from bot.agent.events import (
     UsageRecorded,
 )
 from bot.agent.fence import fence_each
-from bot.agent.models import ModelCall, ModelPort
+from bot.agent.models.port import ModelCall, ModelPort
 from bot.agent.prompts import evidence_prompt, synthesis_instruction
-from bot.agent.report import Report, evidence_report, parse_report
+from bot.agent.report.claims import ClaimChecker
+from bot.agent.report.model import Report, evidence_report, parse_report
 from bot.agent.state import RunState, Stop, guarded
 from bot.errors import ModelError
 

@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import NamedTuple
 
-from bot.agent.report import Report, render_markdown, report_filename
+from bot.agent.report.model import Report, render_markdown, report_filename
 from bot.domain import RunRecord
 from bot.errors import ConfigError
 from bot.export.document import document, ending

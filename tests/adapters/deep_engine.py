@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from bot.agent.control import Control
-from bot.agent.deep_schema import Finding, SubQuestion
+from bot.agent.deep.schema import Finding, SubQuestion
 from bot.agent.events import (
     DraftReady,
     Ending,
@@ -28,7 +28,7 @@ from bot.agent.events import (
     Usage,
     UsageRecorded,
 )
-from bot.agent.report import Report, Section, Source
+from bot.agent.report.model import Report, Section, Source
 from bot.domain import Request
 from tests.adapters.scripted_engine import ScriptedEngine
 

@@ -27,7 +27,7 @@ from bot.agent.events import (
     Usage,
     UsageRecorded,
 )
-from bot.agent.report import Report, Section, Source
+from bot.agent.report.model import Report, Section, Source
 from bot.domain import Request
 
 TLDR = "Acme Robotics builds warehouse robots [1]."

@@ -20,20 +20,20 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     import discord
 
-    from bot.adapters.discord_card import CardParts, run_card
+    from bot.adapters.discord.card import CardParts, run_card
 
-from bot.adapters.chat import ResearcherRow, StatusView
-from bot.adapters.slack_front import SlackFrontEnd
-from bot.adapters.slack_render import SECTION_CHARS, status_blocks
-from bot.adapters.slack_sink import SlackBudget
+from bot.adapters.chat.sink import ResearcherRow, StatusView
+from bot.adapters.slack.front import SlackFrontEnd
+from bot.adapters.slack.render import SECTION_CHARS, status_blocks
+from bot.adapters.slack.sink import SlackBudget
 from bot.adapters.terminal import TerminalProgress
 from bot.agent.control import Control
 from bot.domain import Mode, Origin, Request, RunRecord, RunStatus
-from bot.runs import RunManager
-from bot.store import Store
+from bot.runs.manager import RunManager
+from bot.store.runs import Store
 from tests.adapters.deep_engine import FUNDING, HOSTILE, DeepScriptedEngine
-from tests.adapters.discord_world import DiscordBot, card_text, message_payloads, thread_posts
-from tests.adapters.slack_world import EDITED, SlackWorld, serve, slack_settings
+from tests.adapters.discord.world import DiscordBot, card_text, message_payloads, thread_posts
+from tests.adapters.slack.world import EDITED, SlackWorld, serve, slack_settings
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 
@@ -120,7 +120,7 @@ async def test_discord_shows_each_researcher_and_posts_milestones(tmp_path: Path
             run_id, message = await bot.research("Acme Robotics")
             await engine.parked(run_id).wait()
             engine.release.set()
-            await bot.runs.wait(run_id)
+            await bot.runs.manager.wait(run_id)
         finally:
             await bot.stop()
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from bot.domain import Origin, Request
-from tests.adapters.discord_world import DiscordBot, thread_posts
-from tests.adapters.slack_world import SlackWorld
+from tests.adapters.discord.world import DiscordBot, thread_posts
+from tests.adapters.slack.world import SlackWorld
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.discord_components import walk
 from tests.fakes.slack_api import FakeSlack, SharedFile
@@ -62,7 +62,7 @@ async def sbot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorld]:
 async def _finished_slack_run(bot: SlackWorld) -> tuple[str, str]:
     run_id, ts = await bot.research("Acme Robotics")
     bot.engine.release.set()
-    await bot.runs.wait(run_id)
+    await bot.runs.manager.wait(run_id)
     return run_id, ts
 
 
@@ -208,7 +208,7 @@ async def test_slack_pdf_without_pango_tells_the_person_and_logs_it(
     _, ts = await _finished_slack_run(sbot)
     option = _export_options(slack.messages[("C1", ts)]["blocks"])["pdf"]
 
-    with caplog.at_level(logging.WARNING, logger="bot.adapters.slack_export"):
+    with caplog.at_level(logging.WARNING, logger="bot.adapters.slack.export"):
         await sbot.sender.select(EXPORT, option, user="U2", message_ts=ts)
         (ephemeral,) = await slack.wait_for("chat.postEphemeral")
 
@@ -233,7 +233,7 @@ async def _finished_discord_run(bot: DiscordBot) -> tuple[str, Json]:
     run_id, message = await bot.research("Acme Robotics")
     assert bot.engine is not None
     bot.engine.release.set()
-    await bot.runs.wait(run_id)
+    await bot.runs.manager.wait(run_id)
     return run_id, bot.fake.messages[message["id"]]
 
 
@@ -327,7 +327,7 @@ async def test_discord_pdf_without_pango_tells_the_person(
     run_id, _ = await _finished_discord_run(dbot)
     uploads = len([c for c in fake.calls if c.files])
 
-    with caplog.at_level(logging.WARNING, logger="bot.adapters.discord_export"):
+    with caplog.at_level(logging.WARNING, logger="bot.adapters.discord.export"):
         answer = await dbot.command(fake.guild.bob, "export", run=run_id, format="pdf")
 
     assert answer.startswith("PDF export needs the Pango library")

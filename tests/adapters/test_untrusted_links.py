@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from rich.console import Console
 
-from bot.adapters.chat import StatusView
-from bot.adapters.discord_views import safe_text
-from bot.adapters.links import web_links_only
-from bot.adapters.slack_render import message_text, shared_report_text
+from bot.adapters.chat.links import web_links_only
+from bot.adapters.chat.sink import StatusView
+from bot.adapters.discord.views import safe_text
+from bot.adapters.slack.render import message_text, shared_report_text
 from bot.adapters.terminal import TerminalProgress
 from bot.agent.events import ToolCalled, ToolFinished
 from bot.agent.fence import fence

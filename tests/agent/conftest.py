@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.agent.fetch import FetchLimits, PageFetcher
+from bot.agent.web.fetch import FetchLimits, PageFetcher
 from tests.fakes.web import FakeWeb
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.chat import deep_milestone, ending_label
+from bot.adapters.chat.sink import deep_milestone, ending_label
 from bot.agent.events import Ending, FindingReady
 from bot.compose import open_services
 from bot.config import Settings

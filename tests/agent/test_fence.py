@@ -11,11 +11,11 @@ from aiohttp import web as aioweb
 from bot.agent.compress import Compressor
 from bot.agent.events import Usage
 from bot.agent.fence import CLOSE, OPEN, fence, fence_each
-from bot.agent.fetch import PageFetcher
-from bot.agent.models import ModelCall, ModelReply
+from bot.agent.models.port import ModelCall, ModelReply
 from bot.agent.prompts import evidence_prompt
-from bot.agent.report import Source, SourceRegistry
-from bot.agent.tools import ToolContext, research_tools
+from bot.agent.report.model import Source, SourceRegistry
+from bot.agent.web.fetch import PageFetcher
+from bot.agent.web.registry import ToolContext, research_tools
 from bot.domain import Mode
 from tests.fakes.web import FakeWeb
 

@@ -22,9 +22,9 @@ from bot.agent.events import (
     TurnStarted,
 )
 from bot.agent.loop import Researcher
-from bot.agent.models import AnthropicModel
-from bot.agent.report import Source
-from bot.agent.tools import Toolbox
+from bot.agent.models.port import AnthropicModel
+from bot.agent.report.model import Source
+from bot.agent.web.registry import Toolbox
 from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.domain import Mode, Request, RunStatus

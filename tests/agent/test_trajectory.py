@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.agent.deep_schema import Finding, SubQuestion
+from bot.agent.deep.schema import Finding, SubQuestion
 from bot.agent.events import (
     DraftReady,
     Ending,
@@ -20,7 +20,7 @@ from bot.agent.events import (
     TurnStarted,
     Usage,
 )
-from bot.agent.report import Report
+from bot.agent.report.model import Report
 from bot.agent.trajectory import trajectory
 
 REPORT = Report(title="Acme", tldr="Acme builds robots [1].", sections=[], sources=[])

@@ -10,7 +10,7 @@ import pytest
 from fontTools.fontBuilder import FontBuilder
 from fontTools.pens.ttGlyphPen import TTGlyphPen
 
-from bot.agent.report import Report, Section, Source
+from bot.agent.report.model import Report, Section, Source
 from bot.domain import Mode, Origin, RunRecord, RunStatus
 
 CYRILLIC = "Компания основана в Лидсе"

@@ -9,7 +9,7 @@ import docx
 from docx.document import Document as WordDocument
 from docx.oxml.ns import qn
 
-from bot.agent.report import Report
+from bot.agent.report.model import Report
 from bot.domain import RunRecord
 from bot.export import Format, render
 from tests.export.conftest import ARABIC, CYRILLIC, HEADINGS, JAPANESE, SOURCES

@@ -8,9 +8,9 @@ import docx
 import pytest
 from pypdf import PdfReader
 
-from bot.agent.report import Report
+from bot.agent.report.model import Report
 from bot.domain import Mode, Origin, Request, RunStatus
-from bot.store import Store
+from bot.store.runs import Store
 from tests.export.conftest import CYRILLIC, JAPANESE
 from tests.process import Cli
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from bot.agent.report import Report
+from bot.agent.report.model import Report
 from bot.domain import RunRecord
 from bot.export import Format, render
 from tests.export.conftest import (

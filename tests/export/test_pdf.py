@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from bot.agent.report import Report, Section
+from bot.agent.report.model import Report, Section
 from bot.domain import RunRecord
 from bot.export import Format, render
 from tests.export.conftest import (

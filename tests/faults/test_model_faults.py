@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from bot.agent.events import Ending, ToolFinished
-from bot.agent.report import Source
+from bot.agent.report.model import Source
 from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.domain import Request, RunStatus

@@ -21,12 +21,12 @@ import pytest
 
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, ReportReady, RunFinished, RunStarted, Usage
-from bot.agent.report import Report
+from bot.agent.report.model import Report
 from bot.compose import open_services
 from bot.config import Settings
 from bot.domain import Request, RunStatus
-from bot.runs import RunManager
-from bot.store import Store
+from bot.runs.manager import RunManager
+from bot.store.runs import Store
 from tests.conftest import Recorder
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.process import eventually

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from bot.domain import Request
-from bot.store import Store
+from bot.store.runs import Store
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.tavily_api import FakeTavily

@@ -1,0 +1,167 @@
+"""The `/research` command language both chat platforms share: parsing, help and history text.
+What each command then does, and who may do it, is `bot.adapters.chat.service`."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+from bot.agent.events import format_cost
+from bot.domain import MAX_TOPIC_CHARS, Depth, Mode, RunRecord, validate_topic
+from bot.errors import RequestError
+from bot.export import Format
+
+USAGE_DAYS = 7
+"""The period `/research usage` covers unless told."""
+MAX_USAGE_DAYS = 366
+USAGE = (
+    "Usage:\n"
+    "• `/research <company>`: research a company, e.g. `/research Acme Robotics`\n"
+    "• `/research contracts <filters>`: open public tenders, e.g. "
+    "`/research contracts road maintenance, Ireland, over 1M EUR`\n"
+    "• `/research deep <company>`: deep research, slower and more thorough: a plan, several "
+    "researchers in parallel, one report\n"
+    "• `/research deep contracts <filters>`: the same for public tenders\n"
+    "• `/research history`: this workspace's recent runs\n"
+    "• `/research usage [days]`: what this workspace spent, per day and per person "
+    f"(the last {USAGE_DAYS} days unless you say)\n"
+    "• `/research show <run id>`: post a past report here\n"
+    "• `/research export <run id> md|html|pdf|docx`: a past report as a file here\n"
+    "• `/research help`: this message\n"
+    f"Topics are at most {MAX_TOPIC_CHARS} characters."
+)
+
+DISCORD_USAGE = (
+    "Usage: `/research company name:<company>`, `/research contracts filters:<filters>` "
+    "(either with `depth:deep` for slower, more thorough research), `/research history`, "
+    "`/research usage [days:<n>]`, "
+    "`/research show run:<id>`, `/research export run:<id> format:<format>`. "
+    f"Topics are at most {MAX_TOPIC_CHARS} characters."
+)
+EXPORT_USAGE = (
+    "Which run, in which format? `/research export <run id> md|html|pdf|docx` "
+    "(see `/research history`)."
+)
+
+
+class Command(BaseModel):
+    kind: Literal["research", "history", "usage", "show", "export", "help"]
+    topic: str = ""
+    mode: Mode = Mode.COMPANY
+    depth: Depth = Depth.QUICK
+    run_id: str = ""
+    days: int = USAGE_DAYS
+    fmt: Format = Format.MD
+    """The file an `export` asks for."""
+
+
+def parse_command(text: str) -> Command:
+    """Parse what followed `/research`. Raises RequestError with a short usage message."""
+    words = text.split(maxsplit=1)
+    if not words:
+        raise RequestError("Tell me what to research.\n\n" + USAGE)
+    head, rest = words[0].lower(), (words[1] if len(words) > 1 else "").strip()
+    if head == "help" and not rest:
+        return Command(kind="help")
+    if head == "history" and not rest:
+        return Command(kind="history")
+    if head == "usage" and (not rest or rest.isdigit()):
+        return usage_command(int(rest) if rest else USAGE_DAYS)
+    if head == "show":
+        return show_command(rest)
+    if head == "export":
+        words = rest.split()
+        if len(words) != 2:
+            raise RequestError(EXPORT_USAGE)
+        return export_command(*words)
+    return topic_command(text)
+
+
+def topic_command(text: str, usage: str = USAGE) -> Command:
+    """Research as typed: `<company>`, `contracts <filters>`, `deep <company>` or
+    `deep contracts <filters>` (what follows `/research`, or a message to the bot)."""
+    words = text.split(maxsplit=1) or [""]
+    head, rest = words[0].lower(), words[1] if len(words) > 1 else ""
+    if head == "deep":
+        return deep_command(rest, usage)
+    if head == "contracts":
+        return research_command(rest, Mode.CONTRACTS, usage=usage)
+    return research_command(text, Mode.COMPANY, usage=usage)
+
+
+def deep_command(text: str, usage: str = USAGE) -> Command:
+    """What followed `/research deep`: a company, or `contracts` and its filters."""
+    words = text.split(maxsplit=1)
+    if not words:
+        raise RequestError(
+            "Deep research on what? `/research deep <company>`, or "
+            "`/research deep contracts <filters>`."
+        )
+    if words[0].lower() == "contracts":
+        rest = words[1] if len(words) > 1 else ""
+        return research_command(rest, Mode.CONTRACTS, Depth.DEEP, usage)
+    return research_command(text, Mode.COMPANY, Depth.DEEP, usage)
+
+
+def research_command(
+    topic: str, mode: Mode, depth: Depth = Depth.QUICK, usage: str = USAGE
+) -> Command:
+    try:
+        return Command(kind="research", topic=validate_topic(topic), mode=mode, depth=depth)
+    except RequestError as error:
+        raise RequestError(f"{error}\n\n{usage}") from None
+
+
+def show_command(run_id: str) -> Command:
+    run_id = _run_id(run_id)
+    if not run_id:
+        raise RequestError("Which run? `/research show <run id>` (see `/research history`).")
+    return Command(kind="show", run_id=run_id)
+
+
+def export_command(run_id: str, fmt: str) -> Command:
+    """`export <run id> <format>`; the format as its file extension (`pdf`, `.PDF`)."""
+    run_id, fmt = _run_id(run_id), fmt.strip().strip("`").removeprefix(".").lower()
+    if not run_id or fmt not in {f.value for f in Format}:
+        raise RequestError(EXPORT_USAGE)
+    return Command(kind="export", run_id=run_id, fmt=Format(fmt))
+
+
+def _run_id(text: str) -> str:
+    """A run id as typed (`AbC123`, in backticks or not), or "" when it cannot be one."""
+    run_id = text.strip().strip("`").lower()
+    return run_id if run_id and len(run_id) <= 40 and run_id.isalnum() else ""
+
+
+def usage_command(days: int) -> Command:
+    if not 1 <= days <= MAX_USAGE_DAYS:
+        raise RequestError(f"`/research usage <days>`: from 1 to {MAX_USAGE_DAYS} days.")
+    return Command(kind="usage", days=days)
+
+
+def history_lines(runs: list[RunRecord]) -> list[str]:
+    """One plain line per run, newest first; the platform escapes and lays them out."""
+    if not runs:
+        return ["No runs here yet. Start one with `/research <company>`."]
+    return [
+        f"`{r.run_id}` · {r.created_at:%Y-%m-%d %H:%M} · {_kind(r)} · {r.topic[:80]} · "
+        f"{r.status.value}{f' ({r.termination_reason})' if r.termination_reason else ''} · "
+        f"{format_cost(r.cost_usd)}"
+        for r in runs
+    ]
+
+
+def follow_up_line(child: RunRecord) -> str:
+    """One plain line for a follow-up question, marked as under the run above it."""
+    question = child.topic if len(child.topic) <= 80 else child.topic[:79] + "…"
+    ending = f" ({child.termination_reason})" if child.termination_reason else ""
+    return (
+        f"↳ `{child.run_id}` · follow-up: {question} · {child.status.value}{ending} · "
+        f"{format_cost(child.cost_usd)}"
+    )
+
+
+def _kind(run: RunRecord) -> str:
+    """`company`, or `company (deep)`: quick is the default, so only a deep run says its depth."""
+    return f"{run.mode.value} (deep)" if run.depth is Depth.DEEP else run.mode.value

@@ -1,0 +1,74 @@
+"""Discord's side of the command service: who asks (a `Caller` from an interaction or a reaction)
+and how its answers show: a private reply (inert text, with our own mentions) and a report shared
+again (its TL;DR with the file, or as messages when the file is refused)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import discord
+
+from bot.adapters.chat.service import Caller, Markup, Reply, Shared
+from bot.adapters.chat.sink import FILE_REFUSED
+from bot.adapters.discord.interaction import scope_of
+from bot.adapters.discord.sink import send_report, send_text
+from bot.adapters.discord.views import safe_text
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "discord"
+
+
+def caller_of(interaction: discord.Interaction[Any]) -> Caller:
+    """The person behind a command, a button or a select, in the scope whose runs they see: the
+    server that installed the bot, or else their own user install (`user:<id>`, in DMs and in
+    servers the bot has not joined)."""
+    user = interaction.user
+    return Caller(
+        platform=PLATFORM,
+        workspace=scope_of(interaction),
+        channel=str(interaction.channel_id or ""),
+        user=str(user.id),
+        user_name=user.display_name,
+        locale=interaction.locale.value,
+    )
+
+
+def reaction_caller(payload: discord.RawReactionActionEvent) -> Caller:
+    """The person behind a reaction, in the guild it was added in."""
+    return Caller(
+        platform=PLATFORM,
+        workspace=str(payload.guild_id or ""),
+        channel=str(payload.channel_id),
+        user=str(payload.user_id),
+    )
+
+
+def mention(user_id: str) -> str:
+    """Our own mention of a person (an id from Discord's payload or a stored run, checked)."""
+    return f"<@{user_id}>" if user_id.isdigit() else safe_text(user_id)
+
+
+DISCORD = Markup(escape=safe_text, mention=mention, bold="**")
+
+
+def reply_text(reply: Reply) -> str:
+    return reply.render(DISCORD)
+
+
+async def share_report(channel: discord.abc.Messageable, shared: Shared) -> None:
+    """Who shared which report and its TL;DR, with the file; the report as messages when
+    Discord refuses the file. Raises discord.HTTPException when it takes neither."""
+    run = shared.run
+    text = (
+        f"Report `{run.run_id}`, shared by {mention(shared.by)}: "
+        f"{safe_text(run.topic)}\nTL;DR: {safe_text(shared.report.tldr)}"
+    )
+    try:
+        await send_report(channel, text, shared.filename, shared.markdown)
+    except discord.HTTPException as error:
+        # No Attach Files here, or the file is too large: the report as messages instead.
+        log.warning("run %s: report file refused: %s", run.run_id, error)
+        await send_text(channel, f"{text}\n{safe_text(FILE_REFUSED.format(reason=error))}")
+        await send_text(channel, safe_text(shared.markdown))

@@ -1,0 +1,141 @@
+"""Slack's side of the command service: who asks (a `Caller` from Slack's signed payloads) and
+how its answers show: a private reply (escaped, with our own mentions, within a message's
+length) and a report shared again (its TL;DR here, then the file in that message's thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.adapters.chat.service import Caller, Markup, Reply, Shared
+from bot.adapters.chat.sink import FILE_REFUSED, ChatError
+from bot.adapters.slack.render import (
+    MESSAGE_CHARS,
+    clip,
+    escape,
+    mention,
+    message_text,
+    shared_report_text,
+    unescape_incoming,
+)
+from bot.adapters.slack.sink import SlackBudget, post_message, post_text, slack_errors, upload_file
+from bot.store.runs import Store
+
+log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+SLACK = Markup(escape=escape, mention=mention, bold="*")
+
+
+def command_caller(command: dict[str, Any]) -> Caller:
+    """The person behind a slash command (the locale is asked for separately: `users.info`)."""
+    return Caller(
+        platform=PLATFORM,
+        workspace=str(command.get("team_id", "")),
+        channel=str(command.get("channel_id", "")),
+        user=str(command.get("user_id", "")),
+        user_name=str(command.get("user_name", "")),
+    )
+
+
+def action_caller(body: dict[str, Any]) -> Caller:
+    """The person behind a button press or a menu choice."""
+    user = body.get("user") or {}
+    return Caller(
+        platform=PLATFORM,
+        workspace=str((body.get("team") or {}).get("id") or user.get("team_id", "")),
+        channel=str((body.get("channel") or {}).get("id", "")),
+        user=str(user.get("id", "")),
+        user_name=str(user.get("username") or user.get("name") or ""),
+    )
+
+
+def event_caller(body: dict[str, Any], *, user: str, channel: str) -> Caller:
+    """The person behind an Events API event (a reaction) in the body's workspace."""
+    return Caller(
+        platform=PLATFORM, workspace=str(body.get("team_id", "")), channel=channel, user=user
+    )
+
+
+class Locales:
+    """Each person's Slack locale (`de-DE`), asked once from `users.info`; reports follow it."""
+
+    def __init__(self, client: AsyncWebClient, *, wait_s: float = 3.0) -> None:
+        self._client = client
+        self.wait_s = wait_s
+        """How long a run's start waits for it: runs start two at a time, so a slow
+        `users.info` must not hold the others back for the SDK's whole timeout."""
+        self._known: dict[tuple[str, str], str] = {}
+
+    async def of(self, caller: Caller) -> str | None:
+        """None when Slack will not say in time (or at all: an install without `users:read`):
+        the topic's language decides then."""
+        key = (caller.workspace, caller.user)
+        if key not in self._known:
+            try:
+                async with asyncio.timeout(self.wait_s):
+                    with slack_errors():
+                        info = await self._client.users_info(user=caller.user, include_locale=True)
+            except TimeoutError:
+                log.warning("slack: no locale for %s: users.info took too long", caller.user)
+                return None  # not kept: asked again at this person's next run
+            except ChatError as error:
+                log.warning("slack: no locale for %s: %s", caller.user, error)
+                return None
+            self._known[key] = str((info.get("user") or {}).get("locale") or "")
+        return self._known[key] or None
+
+
+async def first_delivery(store: Store, body: dict[str, Any]) -> bool:
+    """Whether this event is new: Slack retries events it thinks we missed, and each acts once,
+    even across restarts. An event without an id is not acted on."""
+    event_id = str(body.get("event_id") or "")
+    if event_id and await store.claim(f"slack:{event_id}"):
+        return True
+    log.info("slack: event %s already handled", event_id or "(no id)")
+    return False
+
+
+def message_text_to_bot(text: str, bot_user_id: str | None) -> str:
+    """A message to the bot as typed (`<@UBOT> Who &amp; why?` → `Who & why?`): the bot's own
+    mention dropped and Slack's entities decoded. Other mentions stay as Slack wrote them."""
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", " ", text)
+    return unescape_incoming(text).strip()
+
+
+def research_request(text: str) -> str:
+    """A message to the bot read as `/research` would read it: a leading `research` (or
+    `/research`, typed from habit) dropped, so `research deep Acme` is `deep Acme`."""
+    words = text.split(maxsplit=1)
+    if words and words[0].lower() in ("research", "/research"):
+        return words[1].strip() if len(words) > 1 else ""
+    return text
+
+
+def reply_text(reply: Reply) -> str:
+    return clip(reply.render(SLACK), MESSAGE_CHARS)
+
+
+async def share_report(
+    client: AsyncWebClient, budget: SlackBudget, channel: str, shared: Shared
+) -> None:
+    """Who shared which report and its TL;DR, then the file in that message's thread, or the
+    report as messages when the file is refused. Raises ChatError when Slack takes neither."""
+    run, report = shared.run, shared.report
+    text = shared_report_text(shared.by, run.run_id, report.title, report.tldr)
+    with slack_errors():
+        ts = await post_message(client, budget, channel, text=text)
+    try:
+        with slack_errors():
+            await upload_file(client, channel, ts, shared.filename, shared.markdown)
+    except ChatError as error:
+        log.warning("slack: report file of %s refused in %s: %s", run.run_id, channel, error)
+        note = message_text(FILE_REFUSED.format(reason=error.reason))
+        with slack_errors():
+            await post_message(client, budget, channel, text=note, thread_ts=ts)
+            await post_text(client, budget, channel, ts, shared.markdown)

@@ -1,0 +1,190 @@
+"""Tool registry: typed async tools with a pydantic input model, a generated schema and a timeout.
+
+Tool failures are data: an expected failure (ToolError, a timeout, input that does not
+validate) comes back as an error result the model can read. A tool that fails in a way
+nobody expected is logged with its traceback and also becomes an error result, so one
+broken source never stops a run or the tools called beside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, Field, HttpUrl, ValidationError
+
+from bot.agent.report.model import Source, SourceRegistry
+from bot.agent.web.fetch import PageFetcher
+from bot.agent.web.listing import entry, heading
+from bot.agent.web.search import SearchAnswer, SearchProvider, as_chain
+from bot.errors import ConfigError, ToolError
+
+Args = TypeVar("Args", bound=BaseModel)
+log = logging.getLogger(__name__)
+
+
+class ToolOutput(BaseModel):
+    heading: str
+    """Our own words (source numbers, URL): never compressed, never untrusted."""
+    body: str = ""
+    """What the web said: untrusted, may be compressed, always fenced as data."""
+    sources: list[Source] = Field(default_factory=list)
+
+
+@dataclass
+class ToolContext:
+    """What tools may touch: the run's numbered sources (and its id, for the logs)."""
+
+    registry: SourceRegistry
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
+class Tool(Generic[Args]):
+    name: str
+    input_model: type[Args]
+    run: Callable[[ToolContext, Args], Awaitable[ToolOutput]]
+    timeout_s: float
+
+    @property
+    def description(self) -> str:
+        return (self.run.__doc__ or "").strip()
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_model.model_json_schema(),
+        }
+
+
+class ToolResult(BaseModel):
+    is_error: bool
+    output: ToolOutput
+    duration_s: float
+
+
+class Toolbox:
+    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values()]
+
+    async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult:
+        started = time.monotonic()
+        output, is_error = await self._call(ctx, name, raw_input)
+        return ToolResult(is_error=is_error, output=output, duration_s=time.monotonic() - started)
+
+    async def _call(
+        self, ctx: ToolContext, name: str, raw_input: dict[str, Any]
+    ) -> tuple[ToolOutput, bool]:
+        tool = self._tools.get(name)
+        if tool is None:
+            return ToolOutput(
+                heading=f"Unknown tool {name!r}. Use: {', '.join(self._tools)}."
+            ), True
+        try:
+            args = tool.input_model.model_validate(raw_input)
+        except ValidationError as error:
+            return ToolOutput(heading=f"Invalid input for {name}: {problems(error)}"), True
+        try:
+            async with asyncio.timeout(tool.timeout_s):
+                return await tool.run(ctx, args), False
+        except TimeoutError:
+            return ToolOutput(heading=f"{name} timed out after {tool.timeout_s:.0f}s."), True
+        except ToolError as error:
+            # The message quotes the web (a reason phrase, a content type, an address): fenced.
+            return ToolOutput(heading=f"{name} failed: (details below)", body=str(error)), True
+        except Exception:
+            log.exception(
+                "run %s: tool %s failed unexpectedly (input %r)", ctx.run_id, name, raw_input
+            )
+            return ToolOutput(heading=f"{name} failed unexpectedly; try another source."), True
+
+
+def problems(error: ValidationError) -> str:
+    """What was wrong with a tool input, in a line the model can correct it from."""
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in error.errors()
+    )
+
+
+class SearchArgs(BaseModel):
+    query: str = Field(min_length=2, max_length=400, description="What to search the web for.")
+    max_results: int = Field(default=6, ge=1, le=10)
+
+
+class ReadPageArgs(BaseModel):
+    url: HttpUrl = Field(description="An http(s) URL, usually one from the search results.")
+
+
+REFINE_WEB = (
+    "Try broader or different words, a synonym, the full official name, fewer quoted phrases, "
+    "or the language of the country concerned."
+)
+
+
+def research_tools(
+    search: SearchProvider,
+    fetcher: PageFetcher,
+    *,
+    timeout_s: float,
+    extra: Sequence[Tool[Any]] = (),
+    timeouts: Mapping[str, float] | None = None,
+) -> Toolbox:
+    """The tools of a research run: web search and the page reader, then `extra` (arXiv,
+    GitHub). `timeouts` overrides `timeout_s` for the tools it names."""
+    chain = as_chain(search)
+
+    async def web_search(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
+        """Search the web. Returns numbered results (title, URL, snippet); cite them as [n]."""
+        answer = await chain.answer(args.query, args.max_results)
+        results = answer.sources
+        lines = [entry(ctx.registry.add(s), s.title, s.url, s.snippet) for s in results]
+        return ToolOutput(
+            heading=heading("results", args.query, results, REFINE_WEB, via=_via(answer)),
+            body="\n\n".join(lines),
+            sources=results,
+        )
+
+    async def read_page(ctx: ToolContext, args: ReadPageArgs) -> ToolOutput:
+        """Read a web page or a PDF and return its main text. Cite it with the number in the
+        heading."""
+        page = await fetcher.fetch(str(args.url))
+        source = Source(url=page.url, title=page.title, snippet=page.text[:300], read=True)
+        number = ctx.registry.add(source)
+        # The URL the model asked for counts as retrieved too, when a redirect moved it.
+        ctx.registry.alias(str(args.url), number)
+        # Title and final address come from the page's server: inside the fence, with the text.
+        return ToolOutput(
+            heading=f"[{number}] The page's title, address and text:",
+            body=f"{page.title}\n{page.url}\n\n{page.text}",
+            sources=[source],
+        )
+
+    tools: list[Tool[Any]] = [
+        Tool("web_search", SearchArgs, web_search, timeout_s),
+        Tool("read_page", ReadPageArgs, read_page, timeout_s),
+        *extra,
+    ]
+    return Toolbox(_with_timeouts(tools, timeouts or {}))
+
+
+def _with_timeouts(tools: list[Tool[Any]], timeouts: Mapping[str, float]) -> list[Tool[Any]]:
+    unknown = ", ".join(sorted(set(timeouts) - {tool.name for tool in tools}))
+    if unknown:
+        known = ", ".join(tool.name for tool in tools)
+        raise ConfigError(f"RESEARCH_BOT_TOOL_TIMEOUTS names no tool: {unknown} (tools: {known})")
+    return [dataclasses.replace(t, timeout_s=timeouts.get(t.name, t.timeout_s)) for t in tools]
+
+
+def _via(answer: SearchAnswer) -> str:
+    """Which provider answered, after which failed: the chain's order, kept in the trajectory."""
+    failed = f" after {', '.join(answer.failed)} failed" if answer.failed else ""
+    return f" (from {answer.provider}{failed})"

@@ -1,0 +1,81 @@
+"""`research-bot serve`: every chat platform asked for, in one process, on one runs service.
+
+SIGTERM and SIGINT stop the platforms, then the runs service marks runs still going as
+interrupted; the next start finishes them from their stored evidence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Coroutine
+from typing import Any
+
+from bot.agent import language
+from bot.compose import Services, freeze_startup_heap, open_services
+from bot.config import Settings
+from bot.errors import ConfigError
+
+log = logging.getLogger(__name__)
+PLATFORMS = ("slack", "discord")
+
+
+def platforms_to_serve(settings: Settings, asked: str) -> list[str]:
+    """`all` means every platform whose token is set; naming one serves it or says what is missing."""
+    if asked in PLATFORMS:
+        return [asked]
+    if asked != "all":
+        raise ConfigError(f"Unknown platform {asked!r}: use slack, discord or all.")
+    chosen = [
+        name
+        for name, token in (
+            ("slack", settings.slack_bot_token),
+            ("discord", settings.discord_token),
+        )
+        if token is not None
+    ]
+    if not chosen:
+        raise ConfigError(
+            "No chat platform is configured: set SLACK_BOT_TOKEN (see docs/slack.md) "
+            "or DISCORD_TOKEN (see docs/discord.md)."
+        )
+    return chosen
+
+
+def _server(name: str, services: Services, port: int) -> Coroutine[Any, Any, None]:
+    # Each platform's SDK is imported only when that platform is served.
+    if name == "slack":
+        from bot.adapters.slack.app import serve_slack
+
+        return serve_slack(services.settings, services.runs, services.store, port=port)
+    from bot.adapters.discord.app import serve_discord
+
+    return serve_discord(services.settings, services.runs, services.store)
+
+
+async def serve(settings: Settings, asked: str, *, port: int) -> None:
+    names = platforms_to_serve(settings, asked)
+    # Off the event loop, before the first request would pay for it on the loop.
+    await asyncio.to_thread(language.warm)
+    async with open_services(settings) as services:
+        freeze_startup_heap()
+        tasks = [
+            asyncio.create_task(_server(name, services, port), name=f"serve-{name}")
+            for name in names
+        ]
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        stopping = asyncio.create_task(stop.wait())
+        log.info("serving %s", ", ".join(names))
+        await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+        # Runs first, while the platforms can still deliver a report that is on its way.
+        await services.runs.shutdown()
+        for task in [*tasks, stopping]:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

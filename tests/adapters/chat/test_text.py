@@ -1,0 +1,51 @@
+"""What the chat front ends say about a run's ending and cost, on every platform."""
+
+from __future__ import annotations
+
+import warnings
+from datetime import UTC, datetime
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from bot.adapters.discord.card import run_card
+
+from bot.adapters.chat.commands import history_lines
+from bot.adapters.chat.sink import StatusView, outcome_summary
+from bot.adapters.slack.render import status_line
+from bot.agent.events import Ending, Usage
+from bot.agent.report.model import Report
+from bot.domain import Mode, Origin, RunRecord, RunStatus
+from bot.runs.manager import Outcome
+
+REPORT = Report(title="Acme", tldr="Robots.", sections=[], sources=[])
+
+
+def test_an_unknown_cost_is_said_never_shown_as_zero() -> None:
+    outcome = Outcome(ending=Ending.COMPLETED, report=REPORT, usage=Usage(cost_usd=None))
+    assert outcome_summary(outcome).splitlines()[0] == "Done · 0 turns · 0s · cost unknown"
+
+    view = StatusView(run_id="r1", topic="Acme", mode="company", requester="U1", cost_usd=None)
+    assert "cost unknown" in status_line(view)
+    assert "**Cost:** cost unknown" in str(run_card(view).to_components())
+    record = RunRecord(
+        run_id="r1",
+        topic="Acme",
+        mode=Mode.COMPANY,
+        origin=Origin(),
+        status=RunStatus.DONE,
+        cost_usd=None,
+        created_at=datetime(2026, 1, 2, 3, 4, tzinfo=UTC),
+    )
+    assert history_lines([record])[0].endswith("· done · cost unknown")
+    assert history_lines([record.model_copy(update={"cost_usd": 0.125})])[0].endswith("$0.12")
+
+
+def test_a_run_that_failed_inside_says_what_it_could_still_do() -> None:
+    written = Outcome(ending=Ending.ERROR_SYNTHESIZED, report=REPORT)
+    assert outcome_summary(written).startswith(
+        "Done (something failed; written up from what was found) · "
+    )
+    nothing = Outcome(ending=Ending.ERROR_SYNTHESIS_FAILED, error="Start it again.")
+    lines = outcome_summary(nothing).splitlines()
+    assert lines[0].startswith("Failed: nothing could be written up · ")
+    assert lines[-1] == "Start it again."

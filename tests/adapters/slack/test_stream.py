@@ -1,0 +1,295 @@
+"""Slack's live plan, seen from a fake Slack: a run streamed into its thread (tasks, statuses,
+sources, the TL;DR, the closing actions), the loading status, the fall back to the edited status
+message, a person stopping the stream (= Summarize now), and a rate-limited append."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.adapters.chat.progress import ChatProgress
+from bot.adapters.chat.sink import StatusView
+from bot.adapters.slack.render import markdown_blocks, safe_markdown
+from bot.adapters.slack.sink import SlackBudget, SlackSink, make_client
+from bot.adapters.slack.stream import (
+    LOADING_STATUS,
+    StreamingProgress,
+    StreamOptions,
+    slack_progress,
+)
+from bot.config import Settings
+from bot.domain import Depth, Origin, Request, RunRecord
+from bot.runs.manager import RunManager
+from bot.store.runs import Store
+from tests.adapters.deep_engine import DeepScriptedEngine
+from tests.adapters.scripted_engine import ScriptedEngine
+from tests.fakes.slack_api import FakeSlack, Stream
+
+ORIGIN = Origin(platform="slack", workspace="T1", channel="C1", user="U1", user_name="ada")
+PINGS = ("<!here>", "@everyone", "<@123456789012345678>")
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@dataclass
+class World:
+    slack: FakeSlack
+    store: Store
+    runs: RunManager
+    engine: ScriptedEngine
+    client: AsyncWebClient
+    budget: SlackBudget
+
+    def listener(self, mode: str = "auto", **options: Any) -> ChatProgress | StreamingProgress:
+        sink = SlackSink(self.client, self.store, self.budget, team="T1", channel="C1", parents={})
+        view = StatusView(run_id="", topic="Acme Robotics", mode="company", requester="U1")
+        return slack_progress(
+            self.client,
+            sink,
+            view,
+            budget=self.budget,
+            origin=ORIGIN,
+            options=StreamOptions(mode=mode, **options),  # type: ignore[arg-type]
+            on_stop=lambda run: self.runs.summarize(run.run_id),
+            edit_interval_s=0.0,
+        )
+
+    async def start(self, mode: str = "auto", depth: Depth = Depth.QUICK, **options: Any) -> str:
+        listener = self.listener(mode, **options)
+        request = Request(topic="Acme Robotics", origin=ORIGIN, depth=depth)
+        record = await self.runs.submit(request, listener)
+        listener.view.run_id = record.run_id
+        await self.engine.parked(record.run_id).wait()
+        return record.run_id
+
+    async def finish(self, run_id: str) -> RunRecord:
+        self.engine.release.set()
+        await self.runs.wait(run_id)
+        return await self.store.get_run(run_id)
+
+    def stream(self) -> Stream:
+        (stream,) = self.slack.streams.values()
+        return stream
+
+
+async def _world(slack: FakeSlack, tmp_path: Path, engine: ScriptedEngine) -> World:
+    store = await Store.open(tmp_path / "db.sqlite3")
+    settings = Settings.from_mapping(
+        {
+            "SLACK_BOT_TOKEN": slack.token,
+            "SLACK_SIGNING_SECRET": "s",
+            "SLACK_API_URL": slack.api_url,
+        }
+    )
+    runs = RunManager(store, engine)
+    return World(slack, store, runs, engine, make_client(settings), SlackBudget(post_burst=100))
+
+
+@pytest.fixture
+async def world(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[World]:
+    built = await _world(slack, tmp_path, ScriptedEngine())
+    yield built
+    await built.runs.shutdown()
+    await built.store.close()
+
+
+@pytest.fixture
+async def deep(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[World]:
+    built = await _world(slack, tmp_path, DeepScriptedEngine())
+    yield built
+    await built.runs.shutdown()
+    await built.store.close()
+
+
+def _thread_replies(slack: FakeSlack, parent: str) -> list[str]:
+    return slack.thread("C1", parent)
+
+
+async def test_a_quick_run_is_a_streamed_plan_with_its_sources_and_tldr(world: World) -> None:
+    slack = world.slack
+    run_id = await world.start()
+    parent = (await slack.wait_for("chat.postMessage"))[0]
+    assert parent.response["ts"] and "research_controls" in parent.dump()
+
+    record = await world.finish(run_id)
+
+    assert record.termination_reason == "completed"
+    stream = world.stream()
+    assert (stream.thread_ts, stream.task_display_mode, stream.state) == (
+        parent.response["ts"],
+        "plan",
+        "stopped",
+    )
+    started = slack.calls_to("chat.startStream")[0].args
+    assert (started["recipient_team_id"], started["recipient_user_id"]) == ("T1", "U1")
+    tasks = stream.tasks()
+    assert list(tasks) == ["call-call1", "call-call2", "call-call3", "write-up"]
+    assert tasks["call-call1"]["title"] == "Searched: Acme Robotics funding"
+    assert tasks["call-call2"]["title"] == "Reading: news.example"
+    assert {t["status"] for t in tasks.values()} == {"complete"}
+    assert tasks["call-call3"]["sources"] == [
+        {"type": "url", "url": "https://news.example/3", "text": "Page 3"}
+    ]
+    assert "TL;DR: Acme Robotics builds warehouse robots [1]." in stream.text()
+    actions = [b for b in stream.blocks if b["type"] == "actions"]
+    assert actions[0]["elements"][0]["type"] == "static_select"
+    # The plan is the progress: no milestone or summary replies, one final edit of the parent.
+    assert _thread_replies(slack, parent.response["ts"]) == []
+    (edit,) = slack.calls_to("chat.update")
+    assert "research_controls" not in edit.dump()
+    assert (await slack.wait_for("files.completeUploadExternal"))[0].args["thread_ts"] == (
+        parent.response["ts"]
+    )
+
+
+async def test_the_loading_status_shows_until_the_first_step(world: World) -> None:
+    run_id = await world.start()
+    started = (await world.slack.wait_for("chat.startStream"))[0]
+    first, cleared = world.slack.statuses
+    assert (first["status"], first["thread_ts"]) == (LOADING_STATUS, started.args["thread_ts"])
+    assert first["loading_messages"]
+    assert cleared["status"] == ""
+    # Cleared before the plan's first words reached the thread.
+    names = [c.method for c in world.slack.calls]
+    assert names.index("assistant.threads.setStatus", names.index("chat.postMessage") + 1) < (
+        names.index("chat.startStream")
+    )
+    await world.finish(run_id)
+    assert len(world.slack.statuses) == 2
+
+
+async def test_a_refused_loading_status_is_logged_once_and_ignored(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.slack.fail(
+        "assistant.threads.setStatus", "missing_scope", times=5, needed="assistant:write"
+    )
+    with caplog.at_level(logging.WARNING, logger="bot.adapters.slack.stream"):
+        record = await world.finish(await world.start())
+    assert record.termination_reason == "completed"
+    assert len(world.slack.calls_to("assistant.threads.setStatus", ok_only=False)) == 1
+    assert sum("loading status" in r.message for r in caplog.records) == 1
+    assert world.stream().state == "stopped"
+
+
+async def test_a_deep_run_streams_one_task_per_researcher(deep: World) -> None:
+    run_id = await deep.start(depth=Depth.DEEP)
+    await deep.slack.wait_for("chat.startStream")
+    # Both researchers show from the plan on, before either has started.
+    planned = deep.slack.calls_to("chat.startStream")[0].args["chunks"]
+    assert [c.get("status") for c in planned if c["type"] == "task_update"][:2] == [
+        "pending",
+        "pending",
+    ]
+
+    record = await deep.finish(run_id)
+
+    assert record.termination_reason == "completed"
+    tasks = deep.stream().tasks()
+    assert list(tasks)[:2] == ["researcher-1", "researcher-2"]
+    assert tasks["researcher-1"]["title"] == "Who funds Acme Robotics?"
+    assert tasks["researcher-1"]["status"] == tasks["researcher-2"]["status"] == "complete"
+    urls = [s["url"] for s in tasks["researcher-2"]["sources"]]
+    assert urls == [f"https://news.example/{n}" for n in (2, 3, 4)]
+    assert tasks["researcher-2"]["details"] == "3 sources, medium confidence"
+    assert {"draft", "write-up"} <= set(tasks)
+    # The model's sub-question pings nobody, in the stream or anywhere else.
+    for call in deep.slack.calls:
+        assert not any(ping in call.dump() for ping in PINGS), call.method
+
+
+async def test_a_refused_start_falls_back_to_edits_for_the_rest_of_the_run(world: World) -> None:
+    world.slack.fail("chat.startStream", "not_allowed")
+    run_id = await world.start()
+    parent = world.slack.calls_to("chat.postMessage")[0].response["ts"]
+    record = await world.finish(run_id)
+
+    assert record.termination_reason == "completed"
+    assert world.slack.calls_to("chat.appendStream", "chat.stopStream", ok_only=False) == []
+    replies = _thread_replies(world.slack, parent)
+    # Every step is still told: the milestones, then the summary with the TL;DR.
+    assert "Searched: Acme Robotics funding" in replies[0]
+    assert "TL;DR: Acme Robotics builds warehouse robots [1]." in replies[-1]
+    assert world.slack.calls_to("chat.update")
+    assert "T1" in world.budget.unstreamable
+    # Auto mode does not ask again in this workspace.
+    assert isinstance(world.listener("auto"), ChatProgress)
+
+
+async def test_on_mode_falls_back_too_and_keeps_asking(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.slack.fail("chat.startStream", "not_allowed")
+    with caplog.at_level(logging.WARNING, logger="bot.adapters.slack.stream"):
+        record = await world.finish(await world.start("on"))
+    assert record.termination_reason == "completed"
+    assert any("chat.startStream failed (not_allowed)" in r.message for r in caplog.records)
+    assert world.budget.unstreamable == set()
+    assert isinstance(world.listener("on"), StreamingProgress)
+    assert isinstance(world.listener("off"), ChatProgress)
+
+
+async def test_a_person_stopping_the_stream_means_summarize_now(world: World) -> None:
+    run_id = await world.start(keepalive_s=0.01, append_interval_s=0.0)
+    await world.slack.wait_for("chat.startStream")
+    stream = world.stream()
+    event = world.slack.stop_by_user("C1", stream.ts)
+    assert event["streaming_message_ts"] == [stream.ts]
+
+    await world.runs.wait(run_id)
+
+    record = await world.store.get_run(run_id)
+    assert record.termination_reason == "forced_synthesized"
+    refused = world.slack.calls_to("chat.appendStream", ok_only=False)[-1]
+    assert refused.error == "message_not_in_streaming_state"
+    # The rest of the run shows as today: the summary in the thread, the report file.
+    replies = _thread_replies(world.slack, stream.thread_ts)
+    assert "Done (summarized on request)" in replies[-1]
+    assert await world.slack.wait_for("files.completeUploadExternal")
+
+
+async def test_a_rate_limited_append_is_retried_by_the_sdk(world: World) -> None:
+    world.slack.rate_limit("chat.appendStream", retry_after=0)
+    run_id = await world.start(append_interval_s=0.0)
+    await world.slack.wait_for("chat.appendStream")
+    record = await world.finish(run_id)
+
+    assert record.termination_reason == "completed"
+    first, second = world.slack.calls_to("chat.appendStream", ok_only=False)[:2]
+    assert (first.status, second.ok) == (429, True)
+    assert world.stream().state == "stopped"
+    assert _thread_replies(world.slack, world.stream().thread_ts) == []
+
+
+def test_model_markdown_keeps_its_formatting_and_pings_nobody() -> None:
+    text = (
+        "**Acme** grew [fast](https://news.example/1) <!here> @everyone <@U123> [x](javascript:y)"
+    )
+    safe = safe_markdown(text)
+    assert "**Acme**" in safe and "[fast](https://news.example/1)" in safe
+    assert not any(ping in safe for ping in ("<!here>", "@everyone", "<@U123>", "javascript:"))
+    (block,) = markdown_blocks("x" * 20_000)
+    assert block["type"] == "markdown" and len(block["text"]) == 12_000
+
+
+async def test_a_reply_reaches_slack_as_a_markdown_block(world: World) -> None:
+    world.slack.fail("chat.startStream", "not_allowed")
+    run_id = await world.start()
+    await world.finish(run_id)
+    summary = world.slack.calls_to("chat.postMessage")[-1].args
+    blocks = summary["blocks"]
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    assert blocks[0]["type"] == "markdown"
+    assert "TL;DR" in blocks[0]["text"]
