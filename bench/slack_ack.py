@@ -28,8 +28,9 @@ from aiohttp import web  # noqa: E402
 from slack_bolt.async_app import AsyncAck, AsyncApp  # noqa: E402
 
 from bot.adapters.chat.sink import StatusView  # noqa: E402
+from bot.adapters.slack.client import SlackBudget, make_client  # noqa: E402
 from bot.adapters.slack.front import SlackFrontEnd  # noqa: E402
-from bot.adapters.slack.sink import SlackBudget, SlackSink, make_client  # noqa: E402
+from bot.adapters.slack.sink import SlackSink  # noqa: E402
 from bot.adapters.slack.stream import StreamOptions, slack_progress  # noqa: E402
 from bot.agent.control import Control  # noqa: E402
 from bot.agent.events import (  # noqa: E402

@@ -1,1 +1,3 @@
-"""Front ends: Slack, Discord and the terminal, all on top of the runs service."""
+"""Front ends on top of the runs service: what chat platforms share (`chat/`), Slack
+(`slack/`), Discord (`discord/`) and the terminal (`terminal`). A platform package never
+imports another."""

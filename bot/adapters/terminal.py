@@ -29,9 +29,9 @@ from bot.agent.events import (
     TurnStarted,
     UsageRecorded,
     add_costs,
-    format_cost,
 )
 from bot.agent.fence import plain
+from bot.agent.report.model import format_cost
 from bot.domain import RunRecord, strip_controls
 from bot.runs.manager import Outcome, RunManager
 

@@ -65,11 +65,6 @@ def add_costs(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def format_cost(cost: float | None, digits: int = 2) -> str:
-    """`$0.12`, or `cost unknown` when a model without a price took part."""
-    return "cost unknown" if cost is None else f"${cost:.{digits}f}"
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 

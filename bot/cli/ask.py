@@ -4,17 +4,23 @@ the terminal; a new report version, when the question asked for one, is written 
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+import typer
 from pydantic import BaseModel
 from rich.console import Console
 
 from bot.adapters.terminal import install_interrupts
 from bot.agent.events import Event, ToolCalled
+from bot.cli.common import TRY_LATER, err, fail, load_settings, log_to_terminal
+from bot.cli.terminal_run import check_output
+from bot.config import Settings
 from bot.domain import Origin, RunRecord, strip_controls
-from bot.errors import RequestError
+from bot.errors import BotError, NotFoundError, RequestError
 from bot.runs.manager import Outcome
+from bot.runs.quota import QuotaError
 
 if TYPE_CHECKING:
     from bot.compose import Services
@@ -58,7 +64,7 @@ class AnswerListener:
         self.path = path
 
 
-async def ask(
+async def ask_about(
     services: Services, console: Console, run_id: str, question: str, output: Path | None
 ) -> Asked:
     listener = AnswerListener(console, output)
@@ -117,3 +123,49 @@ def with_follow_ups(
             for child, steps in follow_ups
         ]
     return shape
+
+
+def ask(
+    run_id: str,
+    question: Annotated[str, typer.Argument(help="A question about the run's report.")],
+    output: Annotated[
+        Path | None, typer.Option(help="Where to write a new report version, if one is made.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Ask a follow-up question about a finished run: answered from its evidence, researched
+    a little further when needed; "update the report" writes its next version."""
+    log_to_terminal()
+    try:
+        settings = load_settings()
+        check_output(output)
+        asked = asyncio.run(_ask(settings, run_id, question, output))
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except QuotaError as error:
+        raise fail(error, TRY_LATER) from None
+    except BotError as error:
+        raise fail(error) from None
+    print_answer(asked, as_json=as_json)
+
+
+def print_answer(asked: Asked, *, as_json: bool) -> None:
+    """A follow-up's answer on stdout (a new report version's file on stderr); exit 1 without
+    an answer, saying why."""
+    if as_json:
+        sys.stdout.write(asked.model_dump_json() + "\n")
+    elif asked.answer is not None:
+        sys.stdout.write(asked.answer)
+    if asked.report_file and not as_json:
+        err.print(f"Report version {asked.version}: {asked.report_file}", markup=False)
+    if asked.answer is None:
+        if not as_json:
+            err.print(f"research-bot: {asked.error or asked.ending}", markup=False)
+        raise typer.Exit(1)
+
+
+async def _ask(settings: Settings, run_id: str, question: str, output: Path | None) -> Asked:
+    from bot.compose import open_services
+
+    async with open_services(settings) as services:
+        return await ask_about(services, err, run_id, question, output)

@@ -1,139 +1,147 @@
-"""A research run in the terminal, start to end: the output file checked before any money is
-spent, progress on stderr, the report written to a file (its delivery), and the signals.
-
-Ctrl-C once summarizes now, twice cancels. SIGTERM and SIGHUP (a closed terminal, `kill`) stop
-the run and leave it interrupted, for `research-bot resume RUN_ID`.
-"""
+"""`research-bot research` and `resume`: a run in the terminal, and finishing an interrupted
+one from what it had found (the run itself: bot/cli/terminal_run.py)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
+import typer
 from rich.console import Console
 
-from bot.adapters.chat.sink import StatusView
-from bot.adapters.terminal import TerminalProgress, install_interrupts
-from bot.agent.events import Event
-from bot.domain import Request, RunRecord
-from bot.errors import RequestError
-from bot.runs.manager import Outcome
+from bot.agent.language import language_for, stated
+from bot.cli import ask as cli_ask
+from bot.cli import terminal_run
+from bot.cli.common import TRY_LATER, err, fail, load_settings, log_to_terminal, out
+from bot.cli.terminal_run import check_output
+from bot.config import Settings
+from bot.domain import Depth, Mode, Origin, Request
+from bot.errors import BotError, NotFoundError
+from bot.runs.quota import QuotaError
 
 if TYPE_CHECKING:
     from bot.compose import Services
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+T = TypeVar("T")
 
 
-def check_output(path: Path | None) -> None:
-    """Refuse an --output that cannot be written, before the run spends anything."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise RequestError(f"--output {path} is a folder: give a file name in it.")
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise RequestError(f"--output: the folder {folder} does not exist.")
-    if not os.access(folder, os.W_OK):
-        raise RequestError(f"--output: cannot write in {folder}.")
-
-
-class ReportFile:
-    """A terminal run's listener: progress on the console, the report written to a file."""
-
-    def __init__(self, console: Console, view: StatusView, output: Path | None) -> None:
-        self._progress = TerminalProgress(console, view)
-        self._output = output
-        self.outcome: Outcome | None = None
-        self.path: Path | None = None
-        self.write_error: OSError | None = None
-
-    async def on_event(self, run: RunRecord, event: Event) -> None:
-        await self._progress.on_event(run, event)
-
-    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
-        self.outcome = outcome
-        await self._progress.on_finished(run, outcome)
-        if outcome.markdown is None or outcome.filename is None:
-            return
-        path = self._output or Path.cwd() / outcome.filename
-        try:
-            await asyncio.to_thread(path.write_text, outcome.markdown, encoding="utf-8")
-        except OSError as error:
-            # Not delivered: the runs service keeps it undelivered, and `resume` writes it again.
-            self.write_error = error
-            raise
-        self.path = path
-
-    def close(self) -> None:
-        self._progress.close()
-
-
-@dataclass
-class Finish:
-    run_id: str
-    listener: ReportFile
-    stopped_by: signal.Signals | None = None
-
-
-async def follow(
-    services: Services, console: Console, run: RunRecord, listener: ReportFile
-) -> Finish:
-    """Wait for the run, with Ctrl-C to summarize or cancel and SIGTERM/SIGHUP to stop it."""
-    install_interrupts(services.runs, run.run_id, console)
-    loop = asyncio.get_running_loop()
-    stopped: asyncio.Future[signal.Signals] = loop.create_future()
-    for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, _set_once, stopped, sig)
-    finished = asyncio.ensure_future(services.runs.wait(run.run_id))
-    either: set[asyncio.Future[Any]] = {finished, stopped}
+def research(
+    topic: Annotated[str, typer.Argument(help="A company name, or filters for --mode contracts.")],
+    mode: Annotated[Mode, typer.Option(help="What kind of research.")] = Mode.COMPANY,
+    depth: Annotated[
+        Depth,
+        typer.Option(
+            help="quick: one researcher; deep: a plan, several researchers in parallel, one "
+            "report (slower)."
+        ),
+    ] = Depth.QUICK,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(help="Model turns with tools (1-100); with --depth deep, per researcher."),
+    ] = None,
+    deadline: Annotated[
+        float | None, typer.Option(help="Seconds of research; with --depth deep, the whole run.")
+    ] = None,
+    output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
+    language: Annotated[
+        str | None,
+        typer.Option(
+            help="The report's language (de, fr, ja, de-DE …); default: the topic's, else English."
+        ),
+    ] = None,
+) -> None:
+    """Research a company (or public contracts) and write a Markdown report."""
+    log_to_terminal()
     try:
-        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for sig in STOP_SIGNALS:
-            loop.remove_signal_handler(sig)
-        listener.close()
-    if finished.done():
-        return Finish(run.run_id, listener)
-    finished.cancel()
-    await services.runs.shutdown(delivery_grace_s=2.0)
-    return Finish(run.run_id, listener, stopped_by=stopped.result())
-
-
-def _set_once(future: asyncio.Future[signal.Signals], sig: signal.Signals) -> None:
-    if not future.done():
-        future.set_result(sig)
-
-
-async def research(
-    services: Services, console: Console, request: Request, output: Path | None
-) -> Finish:
-    view = StatusView(run_id="", topic=request.topic, mode=request.mode.value, requester="you")
-    listener = ReportFile(console, view, output)
-    try:
-        record = await services.runs.submit(request, listener)
-    except RequestError:  # refused (the daily budget): nothing was stored, nothing runs
-        listener.close()
-        raise
-    console.print(f"Run {record.run_id}: researching {request.topic!r}", markup=False)
-    return await follow(services, console, record, listener)
-
-
-async def resume(services: Services, console: Console, run_id: str, output: Path | None) -> Finish:
-    record = await services.store.get_run(run_id)
-    if record.origin.platform != "terminal":
-        raise RequestError(
-            f"Run {record.run_id} was started in {record.origin.platform}: "
-            "`research-bot serve` finishes it in its thread."
+        settings = load_settings(**_limits(depth, max_turns, deadline))
+        request = Request(
+            topic=topic,
+            mode=mode,
+            origin=Origin(platform="terminal"),
+            depth=depth,
+            language=language_for(stated(language), topic),
         )
-    view = StatusView(
-        run_id=record.run_id, topic=record.topic, mode=record.mode.value, requester="you"
-    )
-    listener = ReportFile(console, view, output)
-    record = await services.runs.resume(record.run_id, listener)
-    console.print(f"Run {record.run_id}: resuming {record.topic!r}", markup=False)
-    return await follow(services, console, record, listener)
+        check_output(output)
+        finish = asyncio.run(_with_services(settings, terminal_run.research, request, output))
+    except QuotaError as error:
+        raise fail(error, TRY_LATER) from None
+    except BotError as error:
+        raise fail(error) from None
+    _conclude(finish)
+
+
+def _limits(depth: Depth, max_turns: int | None, deadline: float | None) -> dict[str, Any]:
+    """--max-turns and --deadline set the limits of the depth asked for."""
+    if depth is Depth.DEEP:
+        return {"deep_max_turns": max_turns, "deep_deadline_s": deadline}
+    return {"max_turns": max_turns, "deadline_s": deadline}
+
+
+def resume(
+    run_id: str,
+    output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
+) -> None:
+    """Finish an interrupted terminal run from what it had found, and write its report (a
+    follow-up question is asked again, and its answer printed)."""
+    log_to_terminal()
+    try:
+        settings = load_settings()
+        check_output(output)
+        finish = asyncio.run(_resume(settings, run_id, output))
+    except NotFoundError as error:
+        raise fail(error, 1) from None
+    except BotError as error:
+        raise fail(error) from None
+    if isinstance(finish, cli_ask.Asked):
+        cli_ask.print_answer(finish, as_json=False)
+        return
+    _conclude(finish)
+
+
+async def _resume(
+    settings: Settings, run_id: str, output: Path | None
+) -> terminal_run.Finish | cli_ask.Asked:
+    from bot.compose import open_services
+
+    async with open_services(settings) as services:
+        record = await services.store.get_run(run_id)
+        if record.parent_run_id is not None:
+            return await cli_ask.resume(services, err, record, output)
+        return await terminal_run.resume(services, err, run_id, output)
+
+
+async def _with_services(
+    settings: Settings,
+    action: Callable[[Services, Console, T, Path | None], Awaitable[terminal_run.Finish]],
+    subject: T,
+    output: Path | None,
+) -> terminal_run.Finish:
+    from bot.compose import open_services  # the model and web clients load only to research
+
+    async with open_services(settings) as services:
+        return await action(services, err, subject, output)
+
+
+def _conclude(finish: terminal_run.Finish) -> None:
+    """The path on stdout, or one line on what happened and how to get the report."""
+    listener, run_id = finish.listener, finish.run_id
+    if finish.stopped_by is not None:
+        err.print(
+            f"Stopped ({finish.stopped_by.name}). Run {run_id} is kept: finish it with "
+            f"`research-bot resume {run_id}`.",
+            markup=False,
+        )
+        raise typer.Exit(128 + finish.stopped_by.value)
+    if listener.write_error is not None:
+        err.print(
+            f"research-bot: could not write the report ({listener.write_error.strerror}). It is "
+            f"kept: `research-bot show {run_id}` prints it, `research-bot resume {run_id}` "
+            "writes it again.",
+            markup=False,
+        )
+        raise typer.Exit(1)
+    if listener.path is None:
+        raise typer.Exit(1)
+    out.print(str(listener.path), markup=False, highlight=False)

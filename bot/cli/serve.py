@@ -11,12 +11,17 @@ import contextlib
 import logging
 import signal
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
 
 from bot.agent import language
-from bot.compose import Services, freeze_startup_heap, open_services
+from bot.cli.common import fail, load_settings
 from bot.config import Settings
-from bot.errors import ConfigError
+from bot.errors import BotError, ConfigError
+
+if TYPE_CHECKING:
+    from bot.compose import Services
 
 log = logging.getLogger(__name__)
 PLATFORMS = ("slack", "discord")
@@ -55,7 +60,9 @@ def _server(name: str, services: Services, port: int) -> Coroutine[Any, Any, Non
     return serve_discord(services.settings, services.runs, services.store)
 
 
-async def serve(settings: Settings, asked: str, *, port: int) -> None:
+async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
+    from bot.compose import freeze_startup_heap, open_services  # the clients load only to serve
+
     names = platforms_to_serve(settings, asked)
     # Off the event loop, before the first request would pay for it on the loop.
     await asyncio.to_thread(language.warm)
@@ -79,3 +86,29 @@ async def serve(settings: Settings, asked: str, *, port: int) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def serve(
+    platform: Annotated[
+        str, typer.Argument(help="slack, discord, or all whose tokens are set.")
+    ] = "all",
+    port: Annotated[int, typer.Option(help="HTTP port for Slack without Socket Mode.")] = 3000,
+) -> None:
+    """Run the chat bot(s) until stopped (SIGTERM or Ctrl-C)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        asyncio.run(serve_platforms(load_settings(), platform, port=port))
+    except BotError as error:
+        raise fail(error) from None
+
+
+def discord_sync(
+    guild: Annotated[int | None, typer.Option(help="Only this guild (instant).")] = None,
+) -> None:
+    """Register the /research slash command with Discord (on deploy, not at every start)."""
+    from bot.adapters.discord.app import sync_commands
+
+    try:
+        asyncio.run(sync_commands(load_settings(), guild))
+    except BotError as error:
+        raise fail(error) from None

@@ -14,9 +14,8 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
-from bot.agent.events import format_cost
 from bot.agent.language import frame
-from bot.agent.report.model import Report
+from bot.agent.report.model import Report, format_cost
 from bot.agent.report.support import support_line
 from bot.agent.urls import is_web
 from bot.domain import RunRecord

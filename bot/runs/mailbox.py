@@ -15,7 +15,7 @@ from bot.domain import RunRecord
 from bot.errors import BotError
 
 if TYPE_CHECKING:
-    from bot.runs.manager import Outcome
+    from bot.runs.outcome import Outcome
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -20,17 +19,14 @@ from bot.agent.control import Control
 from bot.agent.events import (
     Ending,
     Event,
-    ReportReady,
-    ReportRevised,
     RunFinished,
     RunQueued,
     Usage,
 )
-from bot.agent.report.model import Report, render_markdown, report_filename
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import RequestError, StoreError
-from bot.runs.followup_persist import persist_follow_up
-from bot.runs.mailbox import Mailbox, RunListener
+from bot.runs.active import ActiveRun, request_of, resumes
+from bot.runs.mailbox import RunListener
 from bot.runs.outcome import Outcome, stored_outcome
 from bot.runs.owner import new_owner, owner_gone, owner_pid
 from bot.runs.queue import RunQueue
@@ -64,16 +60,6 @@ class Engine(Protocol):
         ...
 
 
-class _Active:
-    def __init__(self, record: RunRecord, listener: RunListener) -> None:
-        self.record = record
-        self.mailbox = Mailbox(listener, record.run_id)
-        self.control = Control()
-        self.task: asyncio.Task[None] | None = None
-        self.finished = asyncio.Event()
-        self.persisted = False
-
-
 class RunManager:
     """Owns every run of this process."""
 
@@ -91,7 +77,7 @@ class RunManager:
         self._quota = quota
         self._admitting = asyncio.Lock()
         self._queue = RunQueue(max_concurrent)
-        self._active: dict[str, _Active] = {}
+        self._active: dict[str, ActiveRun] = {}
         self.owner = new_owner()
         self._lease_s = lease_s
         self._heartbeat: asyncio.Task[None] | None = None
@@ -143,7 +129,7 @@ class RunManager:
         for record in await self._store.runs_with_status(*unfinished):
             listener = self._listener_if_free(record, listener_for)
             if listener is not None and await self._claim(record):
-                self._start(record, listener, _request(record), resume=_resumes(record))
+                self._start(record, listener, request_of(record), resume=resumes(record))
                 taken.append(record.run_id)
         since = self._store.now() - REDELIVER_WITHIN
         for record in await self._store.undelivered_runs(since=since):
@@ -167,7 +153,7 @@ class RunManager:
                 f"Run {record.run_id} is still running in another process{where}: "
                 "wait for it, or stop that process first."
             )
-        self._start(record, listener, _request(record), resume=_resumes(record))
+        self._start(record, listener, request_of(record), resume=resumes(record))
         return record
 
     async def shutdown(self, *, delivery_grace_s: float = 10.0) -> None:
@@ -208,7 +194,7 @@ class RunManager:
     def _start(
         self, record: RunRecord, listener: RunListener, request: Request, *, resume: bool
     ) -> None:
-        active = _Active(record, listener)
+        active = ActiveRun(record, listener, self._store)
         self._active[record.run_id] = active
         self._queue.join(record.run_id)
         active.task = asyncio.create_task(
@@ -218,7 +204,7 @@ class RunManager:
             self._heartbeat = asyncio.create_task(self._renew_leases(), name="run-leases")
 
     def _redeliver(self, record: RunRecord, listener: RunListener) -> None:
-        active = _Active(record, listener)
+        active = ActiveRun(record, listener, self._store)
         active.persisted = True
         self._active[record.run_id] = active
         active.task = asyncio.create_task(
@@ -234,7 +220,7 @@ class RunManager:
             except StoreError as error:
                 log.warning("could not renew run leases: %s", error)
 
-    async def _run(self, active: _Active, request: Request, *, resume: bool) -> None:
+    async def _run(self, active: ActiveRun, request: Request, *, resume: bool) -> None:
         run_id = active.record.run_id
         try:
             try:
@@ -247,17 +233,17 @@ class RunManager:
                 log.exception("run %s failed unexpectedly", run_id)
                 outcome = await self._rescue(active, request, error)
             # Delivered outside the slot: a slow chat platform must not hold up queued runs.
-            await self._deliver(active, outcome)
+            await active.deliver(outcome)
         finally:
             active.mailbox.close()
             self._active.pop(run_id, None)
             active.finished.set()
 
-    async def _research(self, active: _Active, request: Request, *, resume: bool) -> Outcome:
+    async def _research(self, active: ActiveRun, request: Request, *, resume: bool) -> Outcome:
         run_id = active.record.run_id
         if not await self._queue.turn(run_id, active.control.cancel_requested, self._announce):
-            await self._emit(active, RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage()))
-            return await self._persist(active, Outcome(ending=Ending.CANCELLED))
+            await active.emit(RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage()))
+            return await active.persist(Outcome(ending=Ending.CANCELLED))
         try:
             await self._store.mark_running(run_id)
             active.record = await self._store.get_run(run_id)
@@ -266,11 +252,11 @@ class RunManager:
                 events = self._engine.recover(run_id, request, history, active.control)
             else:
                 events = self._engine.research(run_id, request, active.control)
-            return await self._consume(active, events, recovered=resume)
+            return await active.consume(events, recovered=resume)
         finally:
             self._queue.release()
 
-    async def _rescue(self, active: _Active, request: Request, error: Exception) -> Outcome:
+    async def _rescue(self, active: ActiveRun, request: Request, error: Exception) -> Outcome:
         """After an unexpected failure: write up from the stored evidence; failing that, end
         the run plainly. Either way it is stored (if the store still works) and told."""
         run_id = active.record.run_id
@@ -278,7 +264,7 @@ class RunManager:
             try:
                 history = await self._store.events(run_id)
                 events = self._engine.recover(run_id, request, history, active.control, why="error")
-                return await self._consume(active, events, recovered=False)
+                return await active.consume(events, recovered=False)
             except Exception:
                 log.exception("run %s: writing up after the failure failed too", run_id)
         if isinstance(error, StoreError):
@@ -291,12 +277,12 @@ class RunManager:
         outcome = Outcome(ending=Ending.ERROR_SYNTHESIS_FAILED, error=message)
         if not active.persisted:
             try:
-                await self._persist(active, outcome)
+                await active.persist(outcome)
             except StoreError as store_error:
                 log.error("run %s: could not store its ending: %s", run_id, store_error)
         return outcome
 
-    async def _leave(self, active: _Active) -> None:
+    async def _leave(self, active: ActiveRun) -> None:
         """The process is stopping: leave the run for the next start (still queued, or
         interrupted), unless it already ended."""
         run_id = active.record.run_id
@@ -312,96 +298,12 @@ class RunManager:
     async def _announce(self, run_id: str, position: int) -> None:
         waiting = self._active.get(run_id)
         if waiting is not None:
-            await self._emit(waiting, RunQueued(position=position))
+            await waiting.emit(RunQueued(position=position))
 
-    async def _consume(
-        self, active: _Active, events: AsyncIterator[Event], *, recovered: bool
-    ) -> Outcome:
-        started = time.monotonic()
-        report: Report | None = None
-        revised: Report | None = None
+    async def _deliver_stored(self, active: ActiveRun) -> None:
         try:
-            async for event in events:
-                await self._emit(active, event)
-                if isinstance(event, ReportReady):
-                    report = event.report
-                elif isinstance(event, ReportRevised):
-                    revised = event.report
-                elif isinstance(event, RunFinished):
-                    outcome = Outcome(
-                        ending=event.ending,
-                        report=report,
-                        error=event.error,
-                        turns=event.turns,
-                        usage=event.usage,
-                        duration_s=time.monotonic() - started,
-                        recovered=recovered,
-                    )
-                    return await self._persist(active, outcome, revised)
-        finally:
-            if isinstance(events, AsyncGenerator):
-                await events.aclose()
-        raise RuntimeError("the engine stopped without an ending")
-
-    async def _persist(
-        self, active: _Active, outcome: Outcome, revised: Report | None = None
-    ) -> Outcome:
-        """Store the ending and the report's Markdown; from here the run cannot be lost. A
-        follow-up stores its answer, and its `revised` report as the next report version."""
-        run_id = active.record.run_id
-        if active.record.parent_run_id is not None:
-            outcome = await persist_follow_up(self._store, run_id, outcome, revised)
-            active.record = await self._store.get_run(run_id)
-            active.persisted = True
-            return outcome
-        saved = None
-        if outcome.report is not None:
-            record = await self._store.get_run(run_id)
-            outcome.markdown = render_markdown(outcome.report, record, outcome.ending)
-            outcome.filename = report_filename(record)
-            saved = (outcome.report, outcome.markdown)
-        await self._store.finish_run(
-            run_id,
-            status=outcome.status,
-            ending=outcome.ending.value,
-            error=outcome.error,
-            report=saved,
-        )
-        active.record = await self._store.get_run(run_id)
-        active.persisted = True
-        return outcome
-
-    async def _deliver(self, active: _Active, outcome: Outcome) -> None:
-        if await active.mailbox.finish(active.record, outcome):
-            try:
-                await self._store.mark_delivered(active.record.run_id)
-            except StoreError as error:
-                log.error("run %s: delivered, but not recorded: %s", active.record.run_id, error)
-
-    async def _deliver_stored(self, active: _Active) -> None:
-        try:
-            await self._deliver(active, await stored_outcome(self._store, active.record))
+            await active.deliver(await stored_outcome(self._store, active.record))
         finally:
             active.mailbox.close()
             self._active.pop(active.record.run_id, None)
             active.finished.set()
-
-    async def _emit(self, active: _Active, event: Event) -> None:
-        await self._store.append_event(active.record.run_id, event)
-        active.mailbox.post(active.record, event)
-
-
-def _request(record: RunRecord) -> Request:
-    return Request(
-        topic=record.topic,
-        mode=record.mode,
-        origin=record.origin,
-        depth=record.depth,
-        language=record.language,
-        parent_run_id=record.parent_run_id,
-    )
-
-
-def _resumes(record: RunRecord) -> bool:
-    """A run that never started begins afresh; one that did is finished from its evidence."""
-    return record.status is not RunStatus.QUEUED

@@ -5,8 +5,12 @@ follow-ups, and the report versions a follow-up makes. Version 1 is the run's ow
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from bot.agent.report.model import Report
+from bot.domain import RunRecord
+from bot.store.connection import Database
+from bot.store.rows import clean_id, run_record
 
 FOLLOW_UPS = "SELECT * FROM runs WHERE parent_run_id = ? ORDER BY created_at, rowid"
 CHILDREN_OF = "SELECT * FROM runs WHERE parent_run_id IN ({marks}) ORDER BY created_at, rowid"
@@ -55,3 +59,33 @@ def version_made_by(conn: sqlite3.Connection, follow_up: str) -> tuple[int, str]
     """(version, markdown) of the report version the follow-up made, if it made one."""
     row = conn.execute(_MADE_BY, (follow_up,)).fetchone()
     return None if row is None else (int(row["version"]), str(row["markdown"]))
+
+
+class FollowUpQueries:
+    """The store's follow-up reads (a part of `Store`, which provides `_db`)."""
+
+    _db: Database
+
+    async def latest_report(self, run_id: str) -> tuple[int, Report, str] | None:
+        """(version, report, markdown) of the run's newest report version; 1 is the original."""
+        wanted = clean_id(run_id)
+        return await self._db.run(lambda conn: latest_report(conn, wanted))
+
+    async def follow_ups(self, run_id: str) -> list[RunRecord]:
+        """The follow-up runs asked about `run_id`, oldest first."""
+        return [run_record(row) for row in await self._db.read(FOLLOW_UPS, (clean_id(run_id),))]
+
+    async def follow_ups_of(self, run_ids: Sequence[str]) -> dict[str, list[RunRecord]]:
+        """The follow-ups of each of `run_ids` (history shows them under their run)."""
+        found: dict[str, list[RunRecord]] = {run_id: [] for run_id in run_ids}
+        if run_ids:
+            sql = CHILDREN_OF.format(marks=", ".join("?" * len(run_ids)))
+            for row in await self._db.read(sql, list(run_ids)):
+                record = run_record(row)
+                found[str(record.parent_run_id)].append(record)
+        return found
+
+    async def version_made_by(self, run_id: str) -> tuple[int, str] | None:
+        """(version, markdown) of the report version the follow-up `run_id` made, if any."""
+        wanted = clean_id(run_id)
+        return await self._db.run(lambda conn: version_made_by(conn, wanted))

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from pydantic import BaseModel
 
-from bot.agent.events import format_cost
+from bot.agent.report.model import format_cost
 
 
 class UsageRow(BaseModel):

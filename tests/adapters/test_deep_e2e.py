@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.adapters.slack.client import SlackBudget
 from bot.adapters.slack.front import SlackFrontEnd
-from bot.adapters.slack.sink import SlackBudget
 from bot.compose import Services
 from bot.domain import Depth, RunStatus
 from tests.adapters.discord.world import (
@@ -137,7 +137,7 @@ async def test_a_deep_run_from_discord_shows_its_researchers_and_uploads_the_rep
             assert found, answer
             run_id = found[1]
             message = status_message(fake, run_id)
-            await bot.runs.manager.wait(run_id)
+            await bot.runs.wait(run_id)
             stored = await world.store.get_run(run_id)
         finally:
             await bot.stop(close_store=False)

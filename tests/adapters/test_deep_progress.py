@@ -23,9 +23,9 @@ with warnings.catch_warnings():
     from bot.adapters.discord.card import CardParts, run_card
 
 from bot.adapters.chat.sink import ResearcherRow, StatusView
+from bot.adapters.slack.client import SlackBudget
 from bot.adapters.slack.front import SlackFrontEnd
 from bot.adapters.slack.render import SECTION_CHARS, status_blocks
-from bot.adapters.slack.sink import SlackBudget
 from bot.adapters.terminal import TerminalProgress
 from bot.agent.control import Control
 from bot.domain import Mode, Origin, Request, RunRecord, RunStatus
@@ -120,7 +120,7 @@ async def test_discord_shows_each_researcher_and_posts_milestones(tmp_path: Path
             run_id, message = await bot.research("Acme Robotics")
             await engine.parked(run_id).wait()
             engine.release.set()
-            await bot.runs.manager.wait(run_id)
+            await bot.runs.wait(run_id)
         finally:
             await bot.stop()
 

@@ -62,7 +62,7 @@ async def sbot(slack: FakeSlack, tmp_path: Path) -> AsyncIterator[SlackWorld]:
 async def _finished_slack_run(bot: SlackWorld) -> tuple[str, str]:
     run_id, ts = await bot.research("Acme Robotics")
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
     return run_id, ts
 
 
@@ -233,7 +233,7 @@ async def _finished_discord_run(bot: DiscordBot) -> tuple[str, Json]:
     run_id, message = await bot.research("Acme Robotics")
     assert bot.engine is not None
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
     return run_id, bot.fake.messages[message["id"]]
 
 

@@ -92,7 +92,7 @@ async def test_a_german_discord_user_gets_a_german_report(
         assert found
         run_id = found[1]
         message = status_message(discord_api, run_id)
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop(close_store=False)
 
@@ -112,7 +112,7 @@ async def test_slack_asks_each_user_once_for_their_locale(slack: FakeSlack, tmp_
         first, _ = await bot.research("Acme Robotics", user="U1")
         second, _ = await bot.research("Globex", user="U1")
         third, _ = await bot.research("Initech", user="U2")
-        languages = [(await bot.store.runs.get_run(r)).language for r in (first, second, third)]
+        languages = [(await bot.store.get_run(r)).language for r in (first, second, third)]
     finally:
         await bot.stop()
 
@@ -127,7 +127,7 @@ async def test_without_users_read_slack_goes_by_the_topic(slack: FakeSlack, tmp_
     try:
         german, _ = await bot.research("contracts Straßenbau Ausschreibungen in Bayern über 1 Mio")
         named, _ = await bot.research("Deutsche Bahn")
-        stored = [await bot.store.runs.get_run(r) for r in (german, named)]
+        stored = [await bot.store.get_run(r) for r in (german, named)]
     finally:
         await bot.stop()
 
@@ -143,11 +143,11 @@ async def test_an_unknown_discord_locale_falls_back_to_english(
         payload = guild.command(guild.alice, "company", locale="ko", name="Samsung")
         found = re.search(r"run `(\w+)`", await bot.interact(payload))
         assert found
-        stored = await bot.store.runs.get_run(found[1])
+        stored = await bot.store.get_run(found[1])
         brazil = guild.command(guild.bob, "company", locale="pt-BR", name="Petrobras")
         found = re.search(r"run `(\w+)`", await bot.interact(brazil))
         assert found
-        portuguese = await bot.store.runs.get_run(found[1])
+        portuguese = await bot.store.get_run(found[1])
     finally:
         await bot.stop()
 
@@ -166,7 +166,7 @@ async def test_a_slow_users_info_does_not_hold_the_run_back(
         first, _ = await bot.research("Acme Robotics", user="U1")
         stuck.release()
         second, _ = await bot.research("Globex", user="U1")
-        languages = [(await bot.store.runs.get_run(r)).language for r in (first, second)]
+        languages = [(await bot.store.get_run(r)).language for r in (first, second)]
     finally:
         await bot.stop()
 

@@ -73,8 +73,8 @@ async def test_a_rate_limited_final_edit_waits_retry_after_then_lands(
         await slack.wait_for("chat.update")
         slack.rate_limit("chat.update", retry_after=1)
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
-        assert await _delivered(bot.store.runs, run_id)
+        await bot.runs.wait(run_id)
+        assert await _delivered(bot.store, run_id)
 
     intermediate, limited, final = slack.calls_to("chat.update", ok_only=False)
     assert [c.status for c in (intermediate, limited, final)] == [200, 429, 200]
@@ -91,8 +91,8 @@ async def test_a_refused_summary_reply_still_uploads_the_report(
     async with slack_bot(slack, tmp_path / "db.sqlite3") as bot:
         run_id, ts = await bot.research("Acme Robotics")
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
-        assert await _delivered(bot.store.runs, run_id)
+        await bot.runs.wait(run_id)
+        assert await _delivered(bot.store, run_id)
 
     refused = slack.calls_to("chat.postMessage", ok_only=False)
     assert [c.error for c in refused if "TL;DR" in c.args["text"]] == ["internal_error"]
@@ -127,9 +127,9 @@ async def test_a_refused_file_becomes_the_report_as_messages(
     async with slack_bot(slack, tmp_path / "db.sqlite3", engine=engine) as bot:
         run_id, ts = await bot.research("Acme Robotics")
         engine.release.set()
-        await bot.runs.manager.wait(run_id)
-        assert await _delivered(bot.store.runs, run_id)
-        stored = await bot.store.runs.report(run_id)
+        await bot.runs.wait(run_id)
+        assert await _delivered(bot.store, run_id)
+        stored = await bot.store.report(run_id)
     assert stored is not None
     markdown = stored[1]
 
@@ -159,8 +159,8 @@ async def test_a_revoked_token_is_logged_once_and_the_run_delivered_at_the_next_
         await bot.engine.parked(run_id).wait()
         slack.revoke()
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
-        record = await bot.store.runs.get_run(run_id)
+        await bot.runs.wait(run_id)
+        record = await bot.store.get_run(run_id)
     assert (record.status, record.delivered_at) == (RunStatus.DONE, None)
     refused = [c for c in slack.calls if c.error == "invalid_auth"]
     assert {c.method for c in refused} >= {"chat.postMessage", "chat.update"}
@@ -194,9 +194,9 @@ async def test_a_token_refused_before_the_first_post_cancels_the_run_and_says_wh
         slack.revoke("token_revoked")
         assert await bot.sender.command("Acme Robotics") == (200, "")
         answer = (await slack.wait_for("response_url"))[0].args
-        (run,) = await bot.store.runs.list_runs()
-        await bot.runs.manager.wait(run.run_id)
-        record = await bot.store.runs.get_run(run.run_id)
+        (run,) = await bot.store.list_runs()
+        await bot.runs.wait(run.run_id)
+        record = await bot.store.get_run(run.run_id)
     assert answer["text"].startswith("Slack refused my token")
     assert record.status == RunStatus.CANCELLED
     assert record.delivered_at is not None  # nothing to deliver into: not retried forever
@@ -243,8 +243,8 @@ async def test_the_final_edit_lands_after_an_edit_still_in_flight(
                 await waiting.event.wait()
             assert slack.calls_to("chat.update", ok_only=False) == []
             held.release()
-            await bot.runs.manager.wait(run_id)
-            assert await _delivered(bot.store.runs, run_id)
+            await bot.runs.wait(run_id)
+            assert await _delivered(bot.store, run_id)
 
     intermediate, final = slack.calls_to("chat.update")
     assert "Researching" in _blocks(intermediate)
@@ -275,9 +275,9 @@ async def test_a_refused_discord_attachment_becomes_messages_under_2000_characte
         try:
             run_id, message = await bot.research("Acme Robotics")
             engine.release.set()
-            await bot.runs.manager.wait(run_id)
-            assert await _delivered(bot.store.runs, run_id)
-            stored = await bot.store.runs.report(run_id)
+            await bot.runs.wait(run_id)
+            assert await _delivered(bot.store, run_id)
+            stored = await bot.store.report(run_id)
         finally:
             await bot.stop()
     assert stored is not None
@@ -337,7 +337,7 @@ async def test_show_posts_the_report_as_messages_when_slack_refuses_the_file(
     async with slack_bot(slack, tmp_path / "db.sqlite3") as bot:
         run_id, _ = await bot.research("Acme Robotics")
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
         slack.fail("files.getUploadURLExternal", "missing_scope", needed="files:write")
         before = len(slack.calls_to("chat.postMessage"))
         assert await bot.sender.command(f"show {run_id}", channel="C7") == (200, "")
@@ -365,7 +365,7 @@ async def test_show_posts_the_report_as_messages_when_discord_refuses_the_file(
             run_id, _message = await bot.research("Acme Robotics")
             assert bot.engine is not None
             bot.engine.release.set()
-            await bot.runs.manager.wait(run_id)
+            await bot.runs.wait(run_id)
             channel = fake.guild.channel_id
             fake.fail_next("POST", rf"/channels/{channel}/messages", where=lambda c: bool(c.files))
             before = len(fake.find("POST", rf"/channels/{channel}/messages"))

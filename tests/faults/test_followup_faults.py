@@ -23,8 +23,8 @@ with warnings.catch_warnings():
     import discord
 
 from bot.adapters.chat.followup_reply import REDELIVERED
+from bot.adapters.slack.client import SlackBudget
 from bot.adapters.slack.front import SlackFrontEnd
-from bot.adapters.slack.sink import SlackBudget
 from bot.agent.followup.engine import ASKED_AGAIN
 from bot.compose import Services, open_services
 from bot.config import Settings
@@ -106,8 +106,8 @@ async def finished_run(
     assert await bot.sender.command("Acme Robotics") == (200, "")
     parent = (await slack.wait_for("chat.postMessage", before + 1))[before]
     run_id = button_value(parent.args["blocks"], "research_summarize")
-    await bot.runs.manager.wait(run_id)
-    record = await bot.store.runs.get_run(run_id)
+    await bot.runs.wait(run_id)
+    record = await bot.store.get_run(run_id)
     assert record.status is RunStatus.DONE
     return run_id, record.origin.thread
 
@@ -119,8 +119,8 @@ def in_thread(ts: str, words: str = "") -> Any:
 async def the_follow_up(bot: SlackBot, anthropic_api: FakeAnthropic, run_id: str) -> str:
     """The run's one follow-up (asked by a mention, taken on after the ack), once it ended."""
     await anthropic_api.wait_for_requests(1)
-    (child,) = await bot.store.runs.follow_ups(run_id)
-    await bot.runs.manager.wait(child.run_id)
+    (child,) = await bot.store.follow_ups(run_id)
+    await bot.runs.wait(child.run_id)
     return child.run_id
 
 
@@ -142,15 +142,15 @@ async def test_a_follow_up_whose_process_died_is_asked_again_and_answered_in_its
         # The process died while a follow-up asked in the thread was being answered.
         origin = Origin(platform="slack", workspace="T1", channel="C1", thread=ts, user="U2")
         asked = Request(topic="How much did they raise?", origin=origin, parent_run_id=run_id)
-        far = bot.store.runs.now() + timedelta(hours=1)
-        child = await bot.store.runs.create_run(asked, owner=await dead_owner(), lease_until=far)
-        await bot.store.runs.mark_running(child.run_id)
+        far = bot.store.now() + timedelta(hours=1)
+        child = await bot.store.create_run(asked, owner=await dead_owner(), lease_until=far)
+        await bot.store.mark_running(child.run_id)
 
     anthropic_api.script(answer("Acme raised $40 million in a Series B [1]."))
     async with slack_bot(settings, slack) as bot:
         assert await bot.front.recover() == [child.run_id]
-        await bot.runs.manager.wait(child.run_id)
-        stored = await bot.store.runs.get_run(child.run_id)
+        await bot.runs.wait(child.run_id)
+        stored = await bot.store.get_run(child.run_id)
 
     notice, posted = slack.calls_to("chat.postMessage")[-2:]
     assert (notice.args["channel"], notice.args["thread_ts"]) == ("C1", ts)
@@ -181,14 +181,14 @@ async def test_an_answer_slack_refused_is_posted_once_at_the_next_start(
         anthropic_api.requests.clear()
         await bot.sender.mention("When was it founded?", event_id="Ev1", thread_ts=ts)
         child = await the_follow_up(bot, anthropic_api, run_id)
-        assert (await bot.store.runs.get_run(child)).delivered_at is None
+        assert (await bot.store.get_run(child)).delivered_at is None
         assert not [c for c in slack.calls_to("chat.postMessage") if "2019 [1]" in str(c.args)]
         asked = len(anthropic_api.requests)
 
     async with slack_bot(settings, slack) as bot:
         assert await bot.front.recover() == [child]
-        await bot.runs.manager.wait(child)
-        stored = await bot.store.runs.get_run(child)
+        await bot.runs.wait(child)
+        stored = await bot.store.get_run(child)
     async with slack_bot(settings, slack) as bot:
         assert await bot.front.recover() == []
 
@@ -212,8 +212,8 @@ async def test_a_refused_report_version_still_posts_the_answer_and_says_how_to_g
         anthropic_api.requests.clear()
         await bot.sender.mention("Update the report with customers", event_id="Ev1", thread_ts=ts)
         child = await the_follow_up(bot, anthropic_api, run_id)
-        stored = await bot.store.runs.get_run(child)
-        latest = await bot.store.runs.latest_report(run_id)
+        stored = await bot.store.get_run(child)
+        latest = await bot.store.latest_report(run_id)
 
     said = [c.args["text"] for c in slack.calls_to("chat.postMessage") if in_thread(ts)(c)]
     assert said[-2].startswith("Added their customers [2].")
@@ -274,7 +274,7 @@ async def test_an_answer_discord_refused_is_posted_once_at_the_next_start_pingin
         bot = await DiscordBot.serve(fake, services.store, services.runs)
         try:
             run_id, message = await bot.research("Acme Robotics")
-            await bot.runs.manager.wait(run_id)
+            await bot.runs.wait(run_id)
             thread = message["id"]
             anthropic_api.script(answer(PINGS))
             fake.fail_next(
@@ -285,9 +285,9 @@ async def test_an_answer_discord_refused_is_posted_once_at_the_next_start_pingin
             anthropic_api.requests.clear()
             await say(fake, thread, "Who should I ask?")
             await anthropic_api.wait_for_requests(1)
-            (child,) = await bot.store.runs.follow_ups(run_id)
-            await bot.runs.manager.wait(child.run_id)
-            assert (await bot.store.runs.get_run(child.run_id)).delivered_at is None
+            (child,) = await bot.store.follow_ups(run_id)
+            await bot.runs.wait(child.run_id)
+            assert (await bot.store.get_run(child.run_id)).delivered_at is None
         finally:
             await bot.stop(close_store=False)
 
@@ -296,8 +296,8 @@ async def test_an_answer_discord_refused_is_posted_once_at_the_next_start_pingin
         bot = await DiscordBot.serve(fake, services.store, services.runs)  # recovers at start
         try:
             posted = await said(fake, thread, mark, "$40M")
-            await bot.runs.manager.wait(child.run_id)
-            stored = await bot.store.runs.get_run(child.run_id)
+            await bot.runs.wait(child.run_id)
+            stored = await bot.store.get_run(child.run_id)
         finally:
             await bot.stop(close_store=False)
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from bot.agent.events import format_cost
+from bot.agent.report.model import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Depth, Mode, RunRecord, validate_topic
 from bot.errors import RequestError
 from bot.export import Format

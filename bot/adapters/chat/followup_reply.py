@@ -23,7 +23,8 @@ from bot.adapters.chat.sink import (
     ending_label,
     split_text,
 )
-from bot.agent.events import Ending, Event, Notice, RunQueued, ToolCalled, format_cost
+from bot.agent.events import Ending, Event, Notice, RunQueued, ToolCalled
+from bot.agent.report.model import format_cost
 from bot.domain import RunRecord
 from bot.runs.manager import Outcome
 

@@ -22,9 +22,9 @@ from bot.agent.events import (
     ResearcherStarted,
     ToolCalled,
     ToolFinished,
-    format_cost,
 )
 from bot.agent.language import frame
+from bot.agent.report.model import format_cost
 from bot.domain import RunRecord
 from bot.errors import BotError
 from bot.runs.manager import Outcome

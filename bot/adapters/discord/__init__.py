@@ -1,0 +1,6 @@
+"""The Discord front end on discord.py: the client and handlers (`app`), the run's card
+(Components V2) and sink, persistent views, user installs (`interaction`), the command
+service's Discord side, set-up, follow-ups and exports.
+
+Every import of the library is absolute (`import discord`), so this package, named
+`bot.adapters.discord`, never shadows it. It never imports the Slack package."""

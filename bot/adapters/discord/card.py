@@ -19,7 +19,7 @@ from discord import ui
 
 from bot.adapters.chat.sink import ResearcherRow, StatusView, StepRow, sources_label
 from bot.adapters.discord.views import ExportSelect, RunButton, safe_text
-from bot.agent.events import format_cost
+from bot.agent.report.model import format_cost
 
 COMPONENT_LIMIT = 40
 """Discord's limit on components in one message, nested ones included."""

@@ -23,6 +23,7 @@ from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
 
 from bot.adapters.chat.service import Reply
 from bot.adapters.chat.sink import ChatError, StatusView
+from bot.adapters.slack.client import post_message, slack_errors
 from bot.adapters.slack.followup import SlackThreads
 from bot.adapters.slack.mentions import StartsResearch
 from bot.adapters.slack.render import PLAIN_CHARS, status_blocks, status_text
@@ -33,7 +34,7 @@ from bot.adapters.slack.service import (
     reply_text,
     research_request,
 )
-from bot.adapters.slack.sink import SlackSink, post_message, slack_errors
+from bot.adapters.slack.sink import SlackSink
 from bot.domain import RunRecord
 from bot.errors import NotFoundError, RequestError
 from bot.store.runs import Store

@@ -15,9 +15,9 @@ from bot.adapters.chat.commands import Command
 from bot.adapters.chat.exports import FORMAT_LABELS, ChatExport
 from bot.adapters.chat.service import Caller, CommandService, Reply
 from bot.adapters.chat.sink import ChatError
+from bot.adapters.slack.client import post_ephemeral, share_file, slack_errors
 from bot.adapters.slack.render import clip, escape, mention, parse_export_value
 from bot.adapters.slack.service import action_caller, reply_text
-from bot.adapters.slack.sink import post_ephemeral, share_file, slack_errors
 from bot.errors import RequestError
 
 log = logging.getLogger(__name__)

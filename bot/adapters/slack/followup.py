@@ -16,8 +16,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.chat.followup_reply import FollowUpReply
 from bot.adapters.chat.service import Caller
 from bot.adapters.chat.sink import ChatError
+from bot.adapters.slack.client import REPORT_PIECE_CHARS, SlackBudget, slack_errors
 from bot.adapters.slack.service import PLATFORM
-from bot.adapters.slack.sink import REPORT_PIECE_CHARS, SlackBudget, SlackSink, slack_errors
+from bot.adapters.slack.sink import SlackSink
 from bot.domain import Origin, RunRecord
 from bot.runs.followups import FollowUps
 from bot.store.runs import Store

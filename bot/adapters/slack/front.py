@@ -19,6 +19,12 @@ from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.service import Action, Caller, CommandService, Refused, Reply
 from bot.adapters.chat.sink import ChatError, StatusView
 from bot.adapters.slack.assistant import AssistantSink, SlackAssistant
+from bot.adapters.slack.client import (
+    SlackBudget,
+    make_client,
+    post_ephemeral,
+    require_slack_settings,
+)
 from bot.adapters.slack.export import SlackExports
 from bot.adapters.slack.followup import SlackThreads
 from bot.adapters.slack.mentions import SlackMentions
@@ -36,13 +42,7 @@ from bot.adapters.slack.service import (
     reply_text,
     share_report,
 )
-from bot.adapters.slack.sink import (
-    SlackBudget,
-    SlackSink,
-    make_client,
-    post_ephemeral,
-    require_slack_settings,
-)
+from bot.adapters.slack.sink import SlackSink
 from bot.adapters.slack.stream import StreamingProgress, StreamOptions, slack_progress
 from bot.adapters.slack.summarize import SummarizeEvents
 from bot.config import Settings

@@ -9,7 +9,7 @@ from bot.adapters.chat.commands import Command, export_command
 from bot.adapters.chat.exports import FORMAT_LABELS
 from bot.adapters.chat.links import web_links_only
 from bot.adapters.chat.sink import StatusView, defuse_broadcasts, sources_label
-from bot.agent.events import format_cost
+from bot.agent.report.model import format_cost
 from bot.domain import Mode
 from bot.errors import RequestError
 from bot.export import Format

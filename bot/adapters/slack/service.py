@@ -13,6 +13,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.chat.service import Caller, Markup, Reply, Shared
 from bot.adapters.chat.sink import FILE_REFUSED, ChatError
+from bot.adapters.slack.client import (
+    SlackBudget,
+    post_message,
+    post_text,
+    slack_errors,
+    upload_file,
+)
 from bot.adapters.slack.render import (
     MESSAGE_CHARS,
     clip,
@@ -22,7 +29,6 @@ from bot.adapters.slack.render import (
     shared_report_text,
     unescape_incoming,
 )
-from bot.adapters.slack.sink import SlackBudget, post_message, post_text, slack_errors, upload_file
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)

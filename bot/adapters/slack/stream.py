@@ -23,9 +23,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.sink import ChatError, StatusView, outcome_summary
+from bot.adapters.slack.client import SlackBudget, slack_errors
 from bot.adapters.slack.plan import StreamPlan
 from bot.adapters.slack.render import MARKDOWN_CHARS, closing_blocks, safe_markdown
-from bot.adapters.slack.sink import SlackBudget, SlackSink, slack_errors
+from bot.adapters.slack.sink import SlackSink
 from bot.agent.events import Event, Notice
 from bot.domain import Origin, RunRecord
 from bot.runs.manager import Outcome

@@ -150,11 +150,13 @@ def evidence_report(
     )
 
 
+def format_cost(cost: float | None, digits: int = 2) -> str:
+    """`$0.12`, or `cost unknown` when a model without a price took part."""
+    return "cost unknown" if cost is None else f"${cost:.{digits}f}"
+
+
 def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     """The Markdown file a person downloads."""
-    # Imported here: bot.agent.events imports this module for Report and Source.
-    from bot.agent.events import format_cost
-
     words = frame(report.language)
     kind = words.contracts if report.mode == "contracts" else words.company
     out = [

@@ -58,7 +58,7 @@ async def test_a_run_from_command_to_report_in_its_thread(
     assert f"<@{world.alice['id']}>" in card_text(post.body)
     thread = fake.find("POST", rf"/channels/{world.channel_id}/messages/{message['id']}/threads")
     assert thread[0].body["name"] == "Acme Robotics"
-    stored = await bot.store.runs.get_run(run_id, platform="discord", workspace=world.guild_id)
+    stored = await bot.store.get_run(run_id, platform="discord", workspace=world.guild_id)
     assert (stored.origin.channel, stored.origin.thread) == (world.channel_id, message["id"])
     assert stored.origin.user == world.alice["id"]
     followup = fake.find("POST", r"/webhooks/\d+/.+")[-1]
@@ -68,7 +68,7 @@ async def test_a_run_from_command_to_report_in_its_thread(
     assert bot.engine is not None
     await bot.engine.parked(run_id).wait()
     assert await bot.press(world.bob, message, "summarize", run_id) == "Writing up the report now."
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
     posts = thread_posts(fake, message["id"])
     assert all(p.authorization == f"Bot {fake.token}" for p in posts)
@@ -95,7 +95,7 @@ async def test_a_run_from_command_to_report_in_its_thread(
     assert card_files(edits[-1].body) == [f"attachment://acme-robotics-{run_id}.md"]
     assert list(edits[-1].files) == [f"acme-robotics-{run_id}.md"]
     assert all(is_card(e.body) for e in edits)
-    assert (await bot.store.runs.get_run(run_id)).status == RunStatus.DONE
+    assert (await bot.store.get_run(run_id)).status == RunStatus.DONE
     # Nothing of the run went through the interaction token (it dies after 15 minutes).
     assert all(c.body.get("flags") == 64 for c in fake.find("POST", r"/webhooks/.+"))
 
@@ -107,7 +107,7 @@ async def test_a_long_tldr_is_split_under_the_limit(fake: FakeDiscord, tmp_path:
         run_id, message = await bot.research("Acme Robotics")
         assert bot.engine is not None
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop()
     texts = [p.body["content"] for p in thread_posts(fake, message["id"])]
@@ -123,7 +123,7 @@ async def test_nothing_sent_can_ping_anyone(fake: FakeDiscord, tmp_path: Path) -
     try:
         run_id, _message = await bot.research("Acme @everyone Robotics")
         engine.release.set()
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
         assert "No runs" not in await bot.command(fake.guild.bob, "history")
     finally:
         await bot.stop()
@@ -145,11 +145,11 @@ async def test_only_the_requester_may_cancel(bot: DiscordBot, fake: FakeDiscord)
 
     answer = await bot.press(world.bob, message, "cancel", run_id)
     assert answer == f"Only <@{world.alice['id']}> can cancel this run."
-    assert bot.runs.manager.get_active(run_id) is not None
+    assert bot.runs.get_active(run_id) is not None
 
     assert await bot.press(world.alice, message, "cancel", run_id) == "Cancelling the run."
-    await bot.runs.manager.wait(run_id)
-    assert (await bot.store.runs.get_run(run_id)).status == RunStatus.CANCELLED
+    await bot.runs.wait(run_id)
+    assert (await bot.store.get_run(run_id)).status == RunStatus.CANCELLED
     assert await bot.press(world.alice, message, "cancel", run_id) == "That run has finished."
     last_edit = fake.find("PATCH", rf"/channels/\d+/messages/{message['id']}")[-1]
     assert _components(last_edit.body) == []
@@ -177,9 +177,9 @@ async def test_a_button_pressed_from_another_guild_finds_the_run_finished(
 
     assert not control.summarize_requested.is_set()
     assert not control.cancel_requested.is_set()
-    assert bot.runs.manager.get_active(run_id) is not None
+    assert bot.runs.get_active(run_id) is not None
     assert await bot.press(world.bob, message, "summarize", run_id) == "Writing up the report now."
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
 
 async def test_the_summarize_reaction_writes_up(bot: DiscordBot, fake: FakeDiscord) -> None:
@@ -196,8 +196,8 @@ async def test_the_summarize_reaction_writes_up(bot: DiscordBot, fake: FakeDisco
     assert not control.summarize_requested.is_set()
 
     await fake.dispatch("MESSAGE_REACTION_ADD", world.reaction(world.bob, message["id"], "📝"))
-    await bot.runs.manager.wait(run_id)
-    record = await bot.store.runs.get_run(run_id)
+    await bot.runs.wait(run_id)
+    record = await bot.store.get_run(run_id)
     assert (record.status, record.termination_reason) == (RunStatus.DONE, "forced_synthesized")
 
 
@@ -252,7 +252,7 @@ async def test_history_and_show_stay_in_their_guild(bot: DiscordBot, fake: FakeD
     run_id, _message = await bot.research("Acme Robotics")
     assert bot.engine is not None
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
     history = await bot.command(world.bob, "history")
     assert f"`{run_id}`" in history
@@ -266,7 +266,7 @@ async def test_history_and_show_stay_in_their_guild(bot: DiscordBot, fake: FakeD
     assert "TL;DR: Acme Robotics builds warehouse robots" in shared.body["content"]
     assert shared.authorization == f"Bot {fake.token}"
 
-    other = await bot.store.runs.create_run(_request_elsewhere())
+    other = await bot.store.create_run(_request_elsewhere())
     assert await bot.command(world.bob, "show", run=other.run_id) == (
         f"No run `{other.run_id}` in this server. `/research history` lists them."
     )
@@ -280,14 +280,14 @@ async def test_usage_shows_this_servers_spend_per_day_and_per_person(
     run_id, _message = await bot.research("Acme Robotics")  # its first turn costs $0.01
     assert bot.engine is not None
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
-    other = await bot.store.runs.create_run(_request_elsewhere())
+    await bot.runs.wait(run_id)
+    other = await bot.store.create_run(_request_elsewhere())
     used = UsageRecorded(turn=1, model="m", usage=Usage(cost_usd=5.0))
-    await bot.store.runs.append_event(other.run_id, used)
+    await bot.store.append_event(other.run_id, used)
 
     answer = (await bot.command(world.bob, "usage")).splitlines()
 
-    today = bot.store.runs.now().date()
+    today = bot.store.now().date()
     assert answer[0] == "**Research spend in this server**"
     assert answer[1].startswith("Total for the last 7 days (UTC, since ")
     assert answer[1].endswith("): $0.01 · 1 run")
@@ -321,10 +321,10 @@ async def test_a_spent_daily_budget_is_told_privately_and_the_run_going_finishes
         assert "It resets at midnight UTC (in " in answer
         assert fake.find("POST", r"/webhooks/.+")[-1].body["flags"] == 64
         assert len(fake.find("POST", rf"/channels/{world.channel_id}/messages")) == 1
-        assert [r.run_id for r in await bot.store.runs.list_runs()] == [run_id]
+        assert [r.run_id for r in await bot.store.list_runs()] == [run_id]
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
-        assert (await bot.store.runs.get_run(run_id)).status is RunStatus.DONE
+        await bot.runs.wait(run_id)
+        assert (await bot.store.get_run(run_id)).status is RunStatus.DONE
     finally:
         await bot.stop()
 
@@ -345,18 +345,18 @@ async def test_the_depth_choice_reaches_the_runs_service(
 
     found = re.search(r"run `(\w+)`", answer)
     assert found, answer
-    run = await bot.store.runs.get_run(found[1])
+    run = await bot.store.get_run(found[1])
     assert (run.mode, run.depth) == (mode, depth)
     assert run.topic in (options.get("name"), options.get("filters"))
     assert bot.engine is not None
     bot.engine.release.set()
-    await bot.runs.manager.wait(run.run_id)
+    await bot.runs.wait(run.run_id)
 
 
 async def test_history_marks_deep_runs(bot: DiscordBot, fake: FakeDiscord) -> None:
     origin = Origin(platform="discord", workspace=fake.guild.guild_id, channel="1", user="2")
-    await bot.store.runs.create_run(Request(topic="Acme", origin=origin))
-    await bot.store.runs.create_run(Request(topic="Globex", origin=origin, depth=Depth.DEEP))
+    await bot.store.create_run(Request(topic="Acme", origin=origin))
+    await bot.store.create_run(Request(topic="Globex", origin=origin, depth=Depth.DEEP))
 
     lines = (await bot.command(fake.guild.bob, "history")).splitlines()
 
@@ -390,9 +390,9 @@ async def test_a_run_without_a_thread_is_cancelled_and_the_person_told(
     assert "could not post the run" in answer
     assert "Create Public Threads" in answer
     assert "was cancelled" in answer
-    run_id = (await bot.store.runs.list_runs(platform="discord"))[0].run_id
-    await bot.runs.manager.wait(run_id)
-    assert (await bot.store.runs.get_run(run_id)).status == RunStatus.CANCELLED
+    run_id = (await bot.store.list_runs(platform="discord"))[0].run_id
+    await bot.runs.wait(run_id)
+    assert (await bot.store.get_run(run_id)).status == RunStatus.CANCELLED
     # The orphan message (buttons leading nowhere) was taken down again.
     posted = fake.find("POST", rf"/channels/{fake.guild.channel_id}/messages")
     assert len(posted) == 1
@@ -418,7 +418,7 @@ async def test_the_real_engine_end_to_end(
     bot = await DiscordBot.serve(fake, world.store, world.runs)
     try:
         run_id, message = await bot.research("Acme Robotics")
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop(close_store=False)
     posts = thread_posts(fake, message["id"])
@@ -448,6 +448,6 @@ async def test_a_queued_run_shows_its_place_then_starts(fake: FakeDiscord, tmp_p
         edit = await fake.wait_for_call("PATCH", rf"/channels/\d+/messages/{second_message['id']}")
         assert "Researching" in card_text(edit.body)
         bot.engine.release.set()
-        await bot.runs.manager.wait(second)
+        await bot.runs.wait(second)
     finally:
         await bot.stop()

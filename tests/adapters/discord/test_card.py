@@ -61,7 +61,7 @@ async def test_a_quick_run_is_one_card_that_ends_with_its_report_file(
         run_id, message = await bot.research("Acme Robotics")
         assert bot.engine is not None
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop()
 
@@ -160,7 +160,7 @@ async def test_a_deep_run_bigger_than_a_card_is_summed_up_within_the_limits(
         found = re.search(r"run `(\w+)`", answer)
         assert found, answer
         run_id = found[1]
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop()
 
@@ -258,7 +258,7 @@ async def user_install_bot(
     """The real bot, as `serve_discord` starts it."""
     bot = await DiscordBot.start(fake, db, engine=engine)
     try:
-        yield bot.runs.manager, bot.store.runs
+        yield bot.runs, bot.store
     finally:
         await bot.stop()
 

@@ -80,7 +80,7 @@ async def done(
     bot = await DiscordBot.serve(fake, world.store, world.runs)
     try:
         run_id, message = await bot.research("Acme Robotics")
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
         assert (await world.store.get_run(run_id)).status is RunStatus.DONE
         yield bot, run_id, message["id"]
     finally:
@@ -89,8 +89,8 @@ async def done(
 
 async def _child(bot: DiscordBot, run_id: str) -> str:
     """The run's one follow-up, once it has finished (and been delivered)."""
-    (child,) = await bot.store.runs.follow_ups(run_id)
-    await bot.runs.manager.wait(child.run_id)
+    (child,) = await bot.store.follow_ups(run_id)
+    await bot.runs.wait(child.run_id)
     return child.run_id
 
 
@@ -115,7 +115,7 @@ async def test_a_question_the_evidence_covers_is_answered_in_the_thread(
     # Nothing else was said: no search, no file.
     after = thread_posts(fake, thread)[-1]
     assert after is posted and not posted.files
-    stored = await bot.store.runs.get_run(child)
+    stored = await bot.store.get_run(child)
     assert (stored.parent_run_id, stored.termination_reason) == (run_id, "answered")
     assert (stored.origin.thread, stored.origin.user) == (thread, fake.guild.alice["id"])
     # The question reached the model without the mention.
@@ -144,7 +144,7 @@ async def test_a_question_that_needs_research_shows_its_search_once(
     assert texts[0] == "Looking beyond the report: Searched: Acme Robotics customers"
     assert texts[1].startswith("They sell to grocers [3]")
     assert "Researched further · $" in texts[1]
-    assert (await bot.store.runs.get_run(child)).termination_reason == "completed"
+    assert (await bot.store.get_run(child)).termination_reason == "completed"
     assert tavily.requests[-1].query == "Acme Robotics customers"
     new = tavily.default_results("Acme Robotics customers")[0]["url"]
     assert "[3] " in texts[1] and new in texts[1]  # the new source, numbered after the run's
@@ -170,7 +170,7 @@ async def test_update_the_report_posts_v2_and_history_lists_the_follow_up(
     assert "## Customers and market\n\nGrocers [2]." in data.decode()
     answered = thread_posts(fake, thread)[-2].body["content"]
     assert answered.startswith("Updated: customers added [2].")
-    version, _, markdown = await bot.store.runs.latest_report(run_id) or (0, None, "")
+    version, _, markdown = await bot.store.latest_report(run_id) or (0, None, "")
     assert version == 2 and markdown == data.decode()
 
     history = await bot.command(fake.guild.alice, "history")
@@ -204,7 +204,7 @@ async def test_a_failed_follow_up_says_what_happened_and_what_to_do(
         "try again in a few minutes. Mention me with the question to ask it again."
     )
     assert "could not answer" in failed.body["content"]
-    assert (await bot.store.runs.get_run(child)).status is RunStatus.FAILED
+    assert (await bot.store.get_run(child)).status is RunStatus.FAILED
 
 
 # -- Refusals and messages that are not questions (a scripted engine) -----------------------
@@ -240,9 +240,9 @@ async def test_a_question_while_the_run_researches_is_refused_and_bots_are_ignor
     # Only the person's message was answered; no follow-up run was started.
     answers = [p for p in thread_posts(fake, thread) if "still" in p.body["content"]]
     assert answers == [refused]
-    assert await bot.store.runs.follow_ups(run_id) == []
+    assert await bot.store.follow_ups(run_id) == []
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
 
 async def test_an_empty_question_and_a_spent_quota_are_told_in_the_thread(
@@ -251,7 +251,7 @@ async def test_an_empty_question_and_a_spent_quota_are_told_in_the_thread(
     assert bot.engine is not None
     bot.engine.release.set()
     run_id, message = await bot.research("Acme Robotics")
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
     thread = message["id"]
 
     mark = await say(fake, thread, "")
@@ -261,7 +261,7 @@ async def test_an_empty_question_and_a_spent_quota_are_told_in_the_thread(
     mark = await say(fake, thread, "Who are their customers?")
     limited = await fake.wait_for_call("POST", rf"/channels/{thread}/messages", after=mark)
     assert "hour" in limited.body["content"], limited.body
-    assert await bot.store.runs.follow_ups(run_id) == []
+    assert await bot.store.follow_ups(run_id) == []
 
 
 async def test_a_mention_outside_a_run_thread_gets_a_one_line_hint(
@@ -274,4 +274,4 @@ async def test_a_mention_outside_a_run_thread_gets_a_one_line_hint(
         "Ask me about a run by mentioning me in its thread. "
         "To start research, use `/research company name:<company>`."
     )
-    assert await bot.store.runs.list_runs() == []
+    assert await bot.store.list_runs() == []

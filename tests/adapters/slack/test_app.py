@@ -44,7 +44,7 @@ async def test_a_run_from_command_to_report_in_the_thread(
     assert "<@U1>" in _text(parent)
     assert button_value(parent["blocks"], "research_cancel") == run_id
     await bot.engine.parked(run_id).wait()
-    stored = await bot.store.runs.get_run(run_id, platform="slack", workspace="T1")
+    stored = await bot.store.get_run(run_id, platform="slack", workspace="T1")
     assert (stored.origin.channel, stored.origin.thread) == ("C1", ts)
 
     await slack.wait_for("chat.update")
@@ -52,7 +52,7 @@ async def test_a_run_from_command_to_report_in_the_thread(
         200,
         "",
     )
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
     thread = slack.thread("C1", ts)
     milestones = [text for text in thread if text.startswith("•")]
@@ -81,7 +81,7 @@ async def test_a_run_from_command_to_report_in_the_thread(
     assert final["ts"] == ts
     assert "Done (summarized on request)" in _text(final)
     assert button_value(final["blocks"], "research_summarize") == ""
-    assert (await bot.store.runs.get_run(run_id)).status == RunStatus.DONE
+    assert (await bot.store.get_run(run_id)).status == RunStatus.DONE
     assert all(
         c.args["unfurl_links"] is False and c.args["unfurl_media"] is False
         for c in slack.calls_to("chat.postMessage")
@@ -106,7 +106,7 @@ async def test_the_summarize_reaction_acts_once_per_event(slack: FakeSlack, tmp_
         await slack.wait_for("chat.postMessage", where=lambda c: c.args["text"] == "press 2")
 
         await bot.sender.action("research_cancel", run_id, user="U1", message_ts=ts)
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop()
     presses = [t for t in slack.thread("C1", ts) if t.startswith("press")]
@@ -121,12 +121,12 @@ async def test_only_the_requester_may_cancel(bot: SlackWorld, slack: FakeSlack) 
     refused = await slack.wait_for("chat.postEphemeral")
     assert refused[0].args["user"] == "U2"
     assert refused[0].args["text"] == "Only <@U1> can cancel this run."
-    assert bot.runs.manager.get_active(run_id) is not None
+    assert bot.runs.get_active(run_id) is not None
 
     await bot.sender.action("research_cancel", run_id, user="U1", message_ts=ts)
     # A second press is harmless: it lands on the running run, or says it has finished.
     await bot.sender.action("research_cancel", run_id, user="U1", message_ts=ts)
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
     await bot.sender.action("research_summarize", run_id, user="U3", message_ts=ts)
     await slack.wait_for("chat.postEphemeral", where=lambda c: c.args["user"] == "U3")
     late = slack.calls_to("chat.postEphemeral")[1:]
@@ -136,7 +136,7 @@ async def test_only_the_requester_may_cancel(bot: SlackWorld, slack: FakeSlack) 
     assert "Cancelled" in _text(final)
     assert button_value(final["blocks"], "research_cancel") == ""
     assert slack.calls_to("files.completeUploadExternal") == []
-    assert (await bot.store.runs.get_run(run_id)).status == RunStatus.CANCELLED
+    assert (await bot.store.get_run(run_id)).status == RunStatus.CANCELLED
 
 
 async def test_a_queued_run_shows_its_place_then_starts(slack: FakeSlack, tmp_path: Path) -> None:
@@ -149,13 +149,13 @@ async def test_a_queued_run_shows_its_place_then_starts(slack: FakeSlack, tmp_pa
         assert "Queued (#1)" in _text(parent)
 
         await bot.sender.action("research_summarize", first, user="U1")
-        await bot.runs.manager.wait(first)
+        await bot.runs.wait(first)
         await bot.engine.parked(second).wait()
         started = await slack.wait_for("chat.update", where=lambda c: c.args["ts"] == second_ts)
         assert "Researching" in _text(started[0].args)
         bot.engine.release.set()
-        await bot.runs.manager.wait(second)
-        assert (await bot.store.runs.get_run(second)).status == RunStatus.DONE
+        await bot.runs.wait(second)
+        assert (await bot.store.get_run(second)).status == RunStatus.DONE
     finally:
         await bot.stop()
 
@@ -169,7 +169,7 @@ async def test_untrusted_text_never_pings_anyone(slack: FakeSlack, tmp_path: Pat
     try:
         run_id, _ = await bot.research("Acme <!here> & Sons")
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop()
 

@@ -62,7 +62,7 @@ async def test_bad_input_gets_a_short_private_usage(
     assert says in answer["text"]
     assert answer["response_type"] == "ephemeral"
     assert "<company>" not in answer["text"]
-    assert await bot.store.runs.list_runs() == []
+    assert await bot.store.list_runs() == []
     assert slack.calls_to("chat.postMessage") == []
 
 
@@ -92,10 +92,10 @@ async def test_deep_research_reaches_the_runs_service(
 ) -> None:
     run_id, _ = await bot.research(text)
 
-    run = await bot.store.runs.get_run(run_id)
+    run = await bot.store.get_run(run_id)
     assert (run.topic, run.mode, run.depth) == (topic, mode, depth)
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
 
 async def test_history_lists_this_workspace_only(bot: SlackWorld, slack: FakeSlack) -> None:
@@ -106,7 +106,7 @@ async def test_history_lists_this_workspace_only(bot: SlackWorld, slack: FakeSla
         ("T1", "slack", "Globex & Co"),
     ]:
         origin = Origin(platform=platform, workspace=team, channel="C1", user="U1")
-        await bot.store.runs.create_run(Request(topic=topic, origin=origin))
+        await bot.store.create_run(Request(topic=topic, origin=origin))
 
     assert await bot.sender.command("history", team="T1") == (200, "")
     answer = (await slack.wait_for("response_url"))[0].args
@@ -120,8 +120,8 @@ async def test_history_lists_this_workspace_only(bot: SlackWorld, slack: FakeSla
 
 async def test_history_marks_deep_runs(bot: SlackWorld, slack: FakeSlack) -> None:
     origin = Origin(platform="slack", workspace="T1", channel="C1", user="U1")
-    await bot.store.runs.create_run(Request(topic="Acme", origin=origin))
-    await bot.store.runs.create_run(
+    await bot.store.create_run(Request(topic="Acme", origin=origin))
+    await bot.store.create_run(
         Request(topic="Globex", mode=Mode.CONTRACTS, origin=origin, depth=Depth.DEEP)
     )
 
@@ -142,16 +142,16 @@ async def test_usage_shows_this_workspace_spend_per_day_and_per_person(
         ("T2", "U3", "carol", 9.0),
     ]:
         origin = Origin(platform="slack", workspace=team, channel="C1", user=user, user_name=name)
-        run = await bot.store.runs.create_run(Request(topic="Acme", origin=origin))
+        run = await bot.store.create_run(Request(topic="Acme", origin=origin))
         used = Usage(input_tokens=10, cost_usd=cost)
-        await bot.store.runs.append_event(run.run_id, UsageRecorded(turn=1, model="m", usage=used))
+        await bot.store.append_event(run.run_id, UsageRecorded(turn=1, model="m", usage=used))
 
     assert await bot.sender.command("usage", team="T1") == (200, "")
     answer = (await slack.wait_for("response_url"))[0].args
 
     assert answer["response_type"] == "ephemeral"
     lines = answer["text"].splitlines()
-    today = bot.store.runs.now().date().isoformat()
+    today = bot.store.now().date().isoformat()
     assert lines[0] == "*Research spend in this workspace*"
     assert lines[1] == f"Total for the last 7 days (UTC, since {_days_ago(bot, 6)}): $1.80 · 3 runs"
     assert lines[2:] == [
@@ -169,7 +169,7 @@ async def test_usage_shows_this_workspace_spend_per_day_and_per_person(
 
 
 def _days_ago(bot: SlackWorld, days: int) -> str:
-    return (bot.store.runs.now().date() - timedelta(days=days)).isoformat()
+    return (bot.store.now().date() - timedelta(days=days)).isoformat()
 
 
 async def test_a_person_over_the_hourly_limit_is_told_privately_when_to_ask_again(
@@ -185,16 +185,16 @@ async def test_a_person_over_the_hourly_limit_is_told_privately_when_to_ask_agai
         answer = (await slack.wait_for("response_url"))[0].args
 
         assert answer["response_type"] == "ephemeral"
-        first = await bot.store.runs.get_run(run_id)
+        first = await bot.store.get_run(run_id)
         again = first.created_at + timedelta(hours=1)
         assert answer["text"] == (
             "Sorry, you have reached the limit of 1 research run an hour. You can ask again "
             f"at {again:%H:%M} UTC (in 1 h)."
         )
-        assert [r.run_id for r in await bot.store.runs.list_runs()] == [run_id]
+        assert [r.run_id for r in await bot.store.list_runs()] == [run_id]
         assert len(slack.calls_to("chat.postMessage")) == 1
         bot.engine.release.set()
-        await bot.runs.manager.wait(run_id)
+        await bot.runs.wait(run_id)
     finally:
         await bot.stop()
 
@@ -204,7 +204,7 @@ async def test_show_reposts_a_report_here_and_not_to_another_workspace(
 ) -> None:
     run_id, _ = await bot.research("Acme Robotics")
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
     assert await bot.sender.command(f"show {run_id}", team="T2") == (200, "")
     refused = (await slack.wait_for("response_url"))[0].args
@@ -243,11 +243,11 @@ async def test_buttons_pressed_from_another_workspace_find_the_run_finished(
     assert not control.summarize_requested.is_set()
     assert not control.cancel_requested.is_set()
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
 
 async def test_show_of_a_run_without_report_says_so(bot: SlackWorld, slack: FakeSlack) -> None:
-    record = await bot.store.runs.create_run(
+    record = await bot.store.create_run(
         Request(
             topic="Acme", origin=Origin(platform="slack", workspace="T1", channel="C1", user="U1")
         )
@@ -276,7 +276,7 @@ async def test_forged_and_replayed_requests_are_refused(bot: SlackWorld, slack: 
         )
     )[0] == 401
 
-    assert await bot.store.runs.list_runs() == []
+    assert await bot.store.list_runs() == []
     assert [c.method for c in slack.calls] == []
 
 
@@ -297,7 +297,7 @@ async def test_the_bot_joins_a_public_channel_it_is_not_in(
 
     async def stored() -> bool:
         # The sink stores the thread after Slack answered; the fake recorded the call before.
-        return (await bot.store.runs.get_run(run_id)).origin.thread == ts
+        return (await bot.store.get_run(run_id)).origin.thread == ts
 
     await eventually(stored)
 
@@ -311,9 +311,9 @@ async def test_a_channel_it_cannot_post_in_gets_an_explanation(
 
     answer = (await slack.wait_for("response_url"))[0].args
     assert answer["text"].startswith("I can't post in this channel. Invite me first")
-    run = (await bot.store.runs.list_runs())[0]
-    await bot.runs.manager.wait(run.run_id)
-    assert (await bot.store.runs.get_run(run.run_id)).status == RunStatus.CANCELLED
+    run = (await bot.store.list_runs())[0]
+    await bot.runs.wait(run.run_id)
+    assert (await bot.store.get_run(run.run_id)).status == RunStatus.CANCELLED
 
 
 async def test_an_interrupted_run_finishes_in_its_old_thread_after_a_restart(

@@ -16,8 +16,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.sink import StatusView
+from bot.adapters.slack.client import SlackBudget, make_client
 from bot.adapters.slack.render import markdown_blocks, safe_markdown
-from bot.adapters.slack.sink import SlackBudget, SlackSink, make_client
+from bot.adapters.slack.sink import SlackSink
 from bot.adapters.slack.stream import (
     LOADING_STATUS,
     StreamingProgress,

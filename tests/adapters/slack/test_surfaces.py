@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from bot.adapters.slack.assistant import STARTING, SUGGESTED_PROMPTS
+from bot.adapters.slack.client import SlackBudget
 from bot.adapters.slack.front import SlackFrontEnd
-from bot.adapters.slack.sink import SlackBudget
 from bot.compose import Services
 from bot.domain import RunStatus
 from tests.adapters.scripted_engine import ScriptedEngine
@@ -54,7 +54,7 @@ def _in(channel: str, thread: str) -> Any:
 
 
 async def _only_run(bot: SlackWorld) -> str:
-    (run,) = await bot.store.runs.list_runs(platform="slack", workspace="T1", limit=10)
+    (run,) = await bot.store.list_runs(platform="slack", workspace="T1", limit=10)
     return run.run_id
 
 
@@ -72,10 +72,10 @@ async def test_a_mention_starts_a_run_there_with_its_plan_streamed(
 
     assert parent.args["channel"] == "C1" and "thread_ts" not in parent.args
     assert started.args["thread_ts"] == parent.response["ts"]
-    stored = await bot.store.runs.get_run(run_id)
+    stored = await bot.store.get_run(run_id)
     assert (stored.topic, stored.depth.value, stored.origin.user) == ("Acme & Sons", "deep", "U1")
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
     assert next(iter(slack.streams.values())).state == "stopped"
 
 
@@ -88,7 +88,7 @@ async def test_a_mention_with_nothing_to_research_is_answered_privately(
     assert (refusal.args["channel"], refusal.args["user"]) == ("C1", "U1")
     assert "research" in refusal.args["text"].lower()
     assert slack.calls_to("chat.postMessage") == []
-    assert await bot.store.runs.list_runs(platform="slack", workspace="T1", limit=10) == []
+    assert await bot.store.list_runs(platform="slack", workspace="T1", limit=10) == []
 
 
 async def test_a_retried_mention_starts_one_run(bot: SlackWorld, slack: FakeSlack) -> None:
@@ -118,7 +118,7 @@ async def test_a_mention_while_the_run_researches_is_refused_in_its_thread(
         refusal.args["text"]
         == f"Run {run_id} is still researching: ask again once its report is in."
     )
-    assert await bot.store.runs.follow_ups(run_id) == []
+    assert await bot.store.follow_ups(run_id) == []
 
 
 # -- A person stopping the stream, and no streaming at all --------------------------------
@@ -134,9 +134,9 @@ async def test_a_person_stopping_the_stream_summarizes_the_run(
     stopped = slack.stop_by_user("C1", started.response["ts"], user="U2")
     assert await bot.sender.event(stopped, event_id="EvStop") == (200, "")
     await bot.sender.event(stopped, event_id="EvStop", retry_num=1)
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
-    stored = await bot.store.runs.get_run(run_id)
+    stored = await bot.store.get_run(run_id)
     assert (stored.status, stored.termination_reason) == (RunStatus.DONE, "forced_synthesized")
     # The stream is gone: the run's closing says its summary in the thread, and the report.
     assert slack.thread("C1", ts)[-1].startswith("Done (summarized on request) · ")
@@ -150,7 +150,7 @@ async def test_where_streaming_is_unavailable_the_status_message_is_edited(
     run_id, ts = await bot.research("Acme Robotics")
     await bot.engine.parked(run_id).wait()
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
 
     assert slack.streams == {}
     assert "T1" in bot.front.budget.unstreamable
@@ -201,7 +201,7 @@ async def test_a_message_in_the_agent_view_starts_a_run_in_that_thread(
     assert (status.args["channel"], status.args["thread_ts"]) == ("D1", THREAD)
     assert button_value(status.args["blocks"], "research_cancel") == run_id
     assert (started.args["channel"], started.args["thread_ts"]) == ("D1", THREAD)
-    stored = await bot.store.runs.get_run(run_id)
+    stored = await bot.store.get_run(run_id)
     assert (stored.origin.channel, stored.origin.thread) == ("D1", THREAD)
 
     # A second message there is about this run: asked while it researches, it is refused.
@@ -213,7 +213,7 @@ async def test_a_message_in_the_agent_view_starts_a_run_in_that_thread(
     assert await _only_run(bot) == run_id
 
     bot.engine.release.set()
-    await bot.runs.manager.wait(run_id)
+    await bot.runs.wait(run_id)
     final = slack.calls_to("chat.update")[-1]
     assert final.args["ts"] == status.response["ts"]
     assert button_value(final.args["blocks"], "research_cancel") == ""
@@ -237,7 +237,7 @@ async def test_a_bad_agent_view_request_is_answered_in_the_thread(
     (said,) = await slack.wait_for("chat.postMessage", where=_in("D1", THREAD))
 
     assert "contracts" in said.args["text"].lower()
-    assert await bot.store.runs.list_runs(platform="slack", workspace="T1", limit=10) == []
+    assert await bot.store.list_runs(platform="slack", workspace="T1", limit=10) == []
     assert slack.calls_to("assistant.threads.setTitle") == []
 
 
@@ -284,8 +284,8 @@ async def done(
 
 
 async def _child(bot: SlackWorld, run_id: str) -> str:
-    (child,) = await bot.store.runs.follow_ups(run_id)
-    await bot.runs.manager.wait(child.run_id)
+    (child,) = await bot.store.follow_ups(run_id)
+    await bot.runs.wait(child.run_id)
     return child.run_id
 
 

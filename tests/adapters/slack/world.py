@@ -10,8 +10,8 @@ from typing import Any
 from aiohttp import web
 
 from bot.adapters.slack.app import web_app
+from bot.adapters.slack.client import SlackBudget
 from bot.adapters.slack.front import SlackFrontEnd
-from bot.adapters.slack.sink import SlackBudget
 from bot.config import Settings
 from bot.runs.manager import RunManager
 from bot.runs.quota import Quota, QuotaLimits
