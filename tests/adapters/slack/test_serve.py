@@ -137,7 +137,7 @@ async def test_build_slack_app_needs_only_the_bot_token_in_socket_mode(
 
 
 def test_the_manifest_asks_for_what_the_app_uses() -> None:
-    manifest = (Path(__file__).parents[2] / "slack-manifest.yaml").read_text()
+    manifest = (Path(__file__).parents[3] / "slack-manifest.yaml").read_text()
 
     assert f"  - command: {COMMAND}\n" in manifest
     assert "should_escape: false" in manifest
