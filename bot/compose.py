@@ -145,7 +145,7 @@ async def open_services(
         # The configured providers behind one port: the loop never knows which one answered.
         model = model_chain(settings, stack)
         store = await stack.enter_async_context(
-            Store.connect(settings.db_path, busy_timeout_s=settings.db_busy_timeout_s)
+            Store.connect(settings.database, busy_timeout_s=settings.db_busy_timeout_s)
         )
         # One extraction pool and one reading budget for every run of the process.
         extractor = await stack.enter_async_context(

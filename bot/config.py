@@ -99,7 +99,10 @@ class Settings(BaseSettings):
     """GitHub's REST API base (default `https://api.github.com`; GitHub Enterprise: `…/api/v3`)."""
 
     db_path: Path = Field(default_factory=_default_db, alias="RESEARCH_BOT_DB")
-    """The SQLite file that keeps every run."""
+    """The SQLite file that keeps every run (unless RESEARCH_BOT_DATABASE_URL names a server)."""
+    database_url: SecretStr | None = Field(default=None, alias="RESEARCH_BOT_DATABASE_URL")
+    """`postgresql://user:password@host:5432/db`: keep runs in PostgreSQL instead, so several
+    replicas of the bot share one queue and one history."""
     db_busy_timeout_s: float = Field(
         default=15, ge=0, le=600, alias="RESEARCH_BOT_DB_BUSY_TIMEOUT_S"
     )
@@ -231,6 +234,20 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: Any) -> Any:
         """`KEY=` in a .env file or a compose file means not set, not an empty key."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _a_postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().startswith(
+            ("postgresql://", "postgres://")
+        ):
+            raise ValueError("must start with postgresql:// (for SQLite, set RESEARCH_BOT_DB)")
+        return value
+
+    @property
+    def database(self) -> str | Path:
+        """Where runs are kept: the PostgreSQL URL when one is set, else the SQLite file."""
+        return self.database_url.get_secret_value() if self.database_url else self.db_path
 
     @field_validator("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd", mode="before")
     @classmethod

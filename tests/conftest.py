@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from bot.config import Settings
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
+from tests.postgres import PgServer, start_server
 
 TEST_MODEL = "claude-sonnet-4-6"
 PROCESS_HEAVY = {"test_cli.py", "test_deep_cli.py", "test_eval.py", "test_terminal_faults.py"}
@@ -27,6 +28,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 FAST_MODEL = "claude-haiku-4-5"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One real PostgreSQL server per test process (each xdist worker starts its own)."""
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """A fresh PostgreSQL database with the schema, dropped after the test."""
+    name = pg_server.new_database()
+    try:
+        yield pg_server.url(name)
+    finally:
+        pg_server.drop(name)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_target(request: pytest.FixtureRequest, tmp_path: Path) -> str | Path:
+    """Where a store lives, once per engine: a SQLite file, or a PostgreSQL database."""
+    if request.param == "sqlite":
+        return tmp_path / "data" / "nested" / "bot.sqlite3"
+    url: str = request.getfixturevalue("pg_url")
+    return url
 
 
 @pytest.fixture

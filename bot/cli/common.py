@@ -56,4 +56,6 @@ def log_to_terminal() -> None:
 
 def reader(settings: Settings) -> AbstractAsyncContextManager[Store]:
     """History and show only read: no write lock, nothing written, whoever else is writing."""
-    return Store.connect(settings.db_path, readonly=True, busy_timeout_s=settings.db_busy_timeout_s)
+    return Store.connect(
+        settings.database, readonly=True, busy_timeout_s=settings.db_busy_timeout_s
+    )

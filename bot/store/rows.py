@@ -1,16 +1,22 @@
-"""The runs tables as SQL text and Python values: the statements the store runs, and how a row
-becomes a `RunRecord` or a `Claim` (and back). Nothing here touches a connection by itself."""
+"""The runs tables as Python values: how a row becomes a `RunRecord` or a `Claim` (and back),
+and the few statements several queries share. Written once in SQLAlchemy Core, they read the
+same on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, delete, insert, select
+from sqlalchemy.dialects.postgresql import insert as postgres_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from bot.agent.report.support import Claim, Support, Verdict
 from bot.domain import RunRecord, RunStatus
+from bot.store.schema import CLAIMS, RUNS
 
 Clock = Callable[[], datetime]
 
@@ -19,6 +25,7 @@ RUN_ID_ALPHABET = "23456789abcdefghijkmnpqrstuvwxyz"
 RUN_ID_LENGTH = 10
 DEDUPE_TTL = timedelta(days=1)
 FINAL = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
+UNFINISHED = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
 
 ORIGIN_COLUMNS = {
     "platform": "platform",
@@ -29,45 +36,8 @@ ORIGIN_COLUMNS = {
     "user_name": "user_name",
 }
 """Origin field -> runs column."""
-SELECT_RUNS = "SELECT * FROM runs"
-INSERT_RUN = f"""
-    INSERT INTO runs (
-        run_id, {", ".join(ORIGIN_COLUMNS.values())}, topic, mode, status, created_at,
-        owner, lease_until, language, depth, parent_run_id
-    ) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-INSERT_EVENT = """
-    INSERT INTO events (run_id, seq, kind, payload, at)
-    SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ? FROM events WHERE run_id = ?
-"""
-ADD_USAGE = """
-    UPDATE runs SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
-        cache_read_tokens = cache_read_tokens + ?, cache_write_tokens = cache_write_tokens + ?,
-        cost_usd = cost_usd + ?, cost_known = cost_known AND ?
-    WHERE run_id = ?
-"""
-UPSERT_REPORT = """
-    INSERT INTO reports (run_id, title, tldr, markdown, report_json, created_at)
-    VALUES (?, ?, ?, ?, ?, ?)
-    ON CONFLICT (run_id) DO UPDATE SET title = excluded.title, tldr = excluded.tldr,
-        markdown = excluded.markdown, report_json = excluded.report_json,
-        created_at = excluded.created_at
-"""
-FINISH_RUN = """
-    UPDATE runs SET status = ?, termination_reason = ?, error = ?, finished_at = ?,
-        owner = NULL, lease_until = NULL
-    WHERE run_id = ?
-"""
-USAGE = """
-    SELECT platform, workspace, substr(created_at, 1, 10) AS day, user_id AS user,
-        MAX(user_name) AS user_name, COUNT(*) AS runs, SUM(cost_usd) AS cost_usd,
-        SUM(cost_known = 0) AS unpriced
-    FROM runs WHERE created_at >= ?{where}
-    GROUP BY platform, workspace, day, user_id ORDER BY platform, workspace, day, user_id
-"""
-CLAIM_RUN = """
-    UPDATE runs SET owner = ?, lease_until = ? WHERE run_id = ? AND owner IS ? AND status IN (?, ?, ?)
-"""
+NEWEST_FIRST = (RUNS.c.created_at.desc(), RUNS.c.created_seq.desc())
+OLDEST_FIRST = (RUNS.c.created_at, RUNS.c.created_seq)
 
 
 def utcnow() -> datetime:
@@ -88,38 +58,63 @@ def clean_id(run_id: str) -> str:
     return run_id.strip().lower()
 
 
-def run_record(row: sqlite3.Row) -> RunRecord:
-    data = dict(zip(row.keys(), row, strict=True))
+def run_record(row: Row[Any] | Mapping[str, Any]) -> RunRecord:
+    data = dict(row._mapping) if isinstance(row, Row) else dict(row)
     origin = {field: data.pop(column) for field, column in ORIGIN_COLUMNS.items()}
     if not data.pop("cost_known"):
         data["cost_usd"] = None
     return RunRecord.model_validate({**data, "origin": origin})
 
 
-def scope(platform: str | None, workspace: str | None) -> tuple[str, list[str]]:
-    """Extra `AND` clauses (fixed text, values bound) for history scoped to a place."""
-    wanted = {"platform": platform, "workspace": workspace}
-    given = {column: value for column, value in wanted.items() if value is not None}
-    return "".join(f" AND {column} = ?" for column in given), list(given.values())
+def runs_where(*conditions: ColumnElement[bool]) -> Select[Any]:
+    return select(RUNS).where(and_(True, *conditions))
 
 
-def claim_row(row: sqlite3.Row) -> Claim:
+def scope(platform: str | None, workspace: str | None) -> list[ColumnElement[bool]]:
+    """The conditions of history scoped to a place (none for what is not named)."""
+    wanted = [(RUNS.c.platform, platform), (RUNS.c.workspace, workspace)]
+    return [column == value for column, value in wanted if value is not None]
+
+
+def records(conn: Connection, query: Select[Any]) -> list[RunRecord]:
+    return [run_record(row) for row in conn.execute(query)]
+
+
+def statuses(wanted: Sequence[RunStatus]) -> list[str]:
+    return [status.value for status in wanted]
+
+
+def insert_new(conn: Connection, table: Any, values: dict[str, Any]) -> bool:
+    """Insert a row unless its key is taken; True when it was inserted."""
+    dialect_insert = postgres_insert if conn.dialect.name == "postgresql" else sqlite_insert
+    statement = dialect_insert(table).values(values).on_conflict_do_nothing()
+    # RETURNING, not rowcount: what both drivers report the same way for a skipped row.
+    return conn.execute(statement.returning(*table.primary_key.columns)).first() is not None
+
+
+def claim_row(row: Row[Any]) -> Claim:
     return Claim(
-        sentence=row["sentence"],
-        sources=json.loads(row["sources"]),
-        verdict=Verdict(row["verdict"]),
-        method=row["method"],
-        note=row["note"],
+        sentence=row.sentence,
+        sources=json.loads(row.sources),
+        verdict=Verdict(row.verdict),
+        method=row.method,
+        note=row.note,
     )
 
 
-def write_claims(conn: sqlite3.Connection, run_id: str, support: Support) -> None:
-    conn.execute("DELETE FROM claims WHERE run_id = ?", (run_id,))
-    conn.executemany(
-        "INSERT INTO claims (run_id, n, sentence, sources, verdict, method, note) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        [
-            (run_id, n, c.sentence, json.dumps(c.sources), c.verdict.value, c.method, c.note)
-            for n, c in enumerate(support.claims, start=1)
-        ],
-    )
+def write_claims(conn: Connection, run_id: str, support: Support) -> None:
+    conn.execute(delete(CLAIMS).where(CLAIMS.c.run_id == run_id))
+    rows = [
+        {
+            "run_id": run_id,
+            "n": n,
+            "sentence": c.sentence,
+            "sources": json.dumps(c.sources),
+            "verdict": c.verdict.value,
+            "method": c.method,
+            "note": c.note,
+        }
+        for n, c in enumerate(support.claims, start=1)
+    ]
+    if rows:
+        conn.execute(insert(CLAIMS), rows)

@@ -1,52 +1,44 @@
-"""The runs queries (the schema: bot/store/schema.py): runs with their owner's lease and
-delivery, the append-only event log, reports, dedupe keys, claims, and spend and run counts for
-the cost controls. The statements and row shapes are in bot/store/rows.py, the follow-up and
-report-version queries in bot/store/followups.py; bot/store/connection.py runs them."""
+"""The store: runs with their owner's lease and delivery, the append-only event log, reports,
+dedupe keys and claims, on SQLite or PostgreSQL (the schema: bot/store/schema.py). This module
+writes a run's life; the reads are in bot/store/history.py and bot/store/followups.py, the
+row shapes in bot/store/rows.py; bot/store/connection.py picks the engine that runs them."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import Connection, case, delete, func, insert, literal, select, update
+
 from bot.agent.events import EVENT_ADAPTER, Event, RunFinished, TurnStarted, UsageRecorded
 from bot.agent.report.model import Report
-from bot.agent.report.support import Claim, Support, Verdict
+from bot.agent.report.support import Support
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import NotFoundError
-from bot.store.connection import Database
+from bot.store.connection import Database, open_database
 from bot.store.followups import FollowUpQueries, add_version
+from bot.store.history import HistoryQueries
 from bot.store.rows import (
-    ADD_USAGE,
-    CLAIM_RUN,
     DEDUPE_TTL,
-    FINAL,
-    FINISH_RUN,
-    INSERT_EVENT,
-    INSERT_RUN,
     ORIGIN_COLUMNS,
-    SELECT_RUNS,
-    UPSERT_REPORT,
-    USAGE,
+    UNFINISHED,
     Clock,
-    claim_row,
     clean_id,
+    insert_new,
     iso,
     new_run_id,
-    run_record,
-    scope,
+    statuses,
     utcnow,
     write_claims,
 )
-from bot.store.schema import MIGRATIONS
-from bot.store.usage import UsageRow
+from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
 
 
-class Store(FollowUpQueries):
-    """The runs database. Reads and short write transactions, each run whole on the DB thread."""
+class Store(HistoryQueries, FollowUpQueries):
+    """The runs database: reads, and short write transactions each run whole."""
 
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
@@ -55,31 +47,38 @@ class Store(FollowUpQueries):
     @classmethod
     async def open(
         cls,
-        path: str | Path,
+        target: str | Path,
         *,
         clock: Clock | None = None,
         readonly: bool = False,
         busy_timeout_s: float = 15.0,
     ) -> Store:
-        """Read-only stores (history, show) never take the write lock nor touch the file."""
-        db = await Database.open(path, MIGRATIONS, readonly=readonly, busy_timeout_s=busy_timeout_s)
+        """A SQLite file, or a `postgresql://` URL. Read-only stores (history, show) never
+        take the write lock nor touch the file."""
+        db = await open_database(target, readonly=readonly, busy_timeout_s=busy_timeout_s)
         return cls(db, clock or utcnow)
 
     @classmethod
     @asynccontextmanager
     async def connect(
         cls,
-        path: str | Path,
+        target: str | Path,
         *,
         clock: Clock | None = None,
         readonly: bool = False,
         busy_timeout_s: float = 15.0,
     ) -> AsyncIterator[Store]:
-        store = await cls.open(path, clock=clock, readonly=readonly, busy_timeout_s=busy_timeout_s)
+        store = await cls.open(
+            target, clock=clock, readonly=readonly, busy_timeout_s=busy_timeout_s
+        )
         try:
             yield store
         finally:
             await store.close()
+
+    @property
+    def database(self) -> Database:
+        return self._db
 
     async def close(self) -> None:
         await self._db.close()
@@ -93,56 +92,77 @@ class Store(FollowUpQueries):
     def now(self) -> datetime:
         return self._now()
 
-    async def _exec(self, sql: str, params: Sequence[Any]) -> int:
-        """One statement in its own write transaction; returns the number of rows it changed."""
-        return await self._db.write(lambda conn: conn.execute(sql, params).rowcount)
-
-    async def _update_run(self, run_id: str, sets: str, params: Sequence[Any]) -> None:
-        if not await self._exec(f"UPDATE runs SET {sets} WHERE run_id = ?", (*params, run_id)):
+    async def _update_run(self, run_id: str, values: Mapping[str, Any]) -> None:
+        statement = update(RUNS).where(RUNS.c.run_id == run_id).values(**values)
+        if not await self._db.write(lambda conn: conn.execute(statement).rowcount):
             raise NotFoundError(f"No run {run_id} here.")
 
     async def create_run(
         self, request: Request, *, owner: str | None = None, lease_until: datetime | None = None
     ) -> RunRecord:
-        origin = [getattr(request.origin, field) for field in ORIGIN_COLUMNS]
-        rest = [request.topic, request.mode.value, RunStatus.QUEUED.value, iso(self._now())]
-        lease = iso(lease_until) if lease_until else None
-        tail = (owner, lease, request.language, request.depth.value, request.parent_run_id)
+        values = {
+            column: getattr(request.origin, field) for field, column in ORIGIN_COLUMNS.items()
+        }
+        values |= {
+            "topic": request.topic,
+            "mode": request.mode.value,
+            "status": RunStatus.QUEUED.value,
+            "created_at": iso(self._now()),
+            "owner": owner,
+            "lease_until": iso(lease_until) if lease_until else None,
+            "language": request.language,
+            "depth": request.depth.value,
+            "parent_run_id": request.parent_run_id,
+        }
 
-        def work(conn: sqlite3.Connection) -> str:
+        def work(conn: Connection) -> str:
             run_id = new_run_id()
-            while conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+            while conn.execute(select(RUNS.c.run_id).where(RUNS.c.run_id == run_id)).first():
                 run_id = new_run_id()
-            conn.execute(INSERT_RUN, (run_id, *origin, *rest, *tail))
+            seq = select(func.coalesce(func.max(RUNS.c.created_seq), 0) + 1).scalar_subquery()
+            conn.execute(insert(RUNS).values(run_id=run_id, created_seq=seq, **values))
             return run_id
 
         return await self.get_run(await self._db.write(work))
 
     async def set_location(self, run_id: str, *, channel: str, thread: str) -> None:
-        await self._update_run(run_id, "channel = ?, thread = ?", (channel, thread))
+        await self._update_run(run_id, {"channel": channel, "thread": thread})
 
     async def mark_running(self, run_id: str) -> None:
         now = iso(self._now())
-        await self._update_run(run_id, "status = ?, started_at = ?", (RunStatus.RUNNING.value, now))
+        await self._update_run(run_id, {"status": RunStatus.RUNNING.value, "started_at": now})
 
     async def claim_run(
         self, run_id: str, *, seen_owner: str | None, owner: str, lease_until: datetime
     ) -> bool:
         """Take over an unfinished run, only if its owner is still the one we judged gone (so
         two processes never both take it)."""
-        unfinished = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
-        params = (owner, iso(lease_until), run_id, seen_owner, *(s.value for s in unfinished))
-        return await self._exec(CLAIM_RUN, params) == 1
+        statement = (
+            update(RUNS)
+            .where(
+                RUNS.c.run_id == run_id,
+                RUNS.c.owner.is_not_distinct_from(seen_owner),
+                RUNS.c.status.in_(statuses(UNFINISHED)),
+            )
+            .values(owner=owner, lease_until=iso(lease_until))
+        )
+        return await self._db.write(lambda conn: conn.execute(statement).rowcount) == 1
 
     async def renew_leases(self, owner: str, lease_until: datetime) -> int:
-        sql = "UPDATE runs SET lease_until = ? WHERE owner = ? AND status IN (?, ?)"
-        statuses = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
-        return await self._exec(sql, (iso(lease_until), owner, *statuses))
+        statement = (
+            update(RUNS)
+            .where(
+                RUNS.c.owner == owner,
+                RUNS.c.status.in_(statuses((RunStatus.QUEUED, RunStatus.RUNNING))),
+            )
+            .values(lease_until=iso(lease_until))
+        )
+        return await self._db.write(lambda conn: conn.execute(statement).rowcount)
 
     async def leave_run(self, run_id: str, status: RunStatus, *, error: str | None = None) -> None:
         """Give a run up for another process to finish: still queued, or interrupted."""
-        sets = "status = ?, error = ?, owner = NULL, lease_until = NULL"
-        await self._update_run(run_id, sets, (status.value, error))
+        values = {"status": status.value, "error": error, "owner": None, "lease_until": None}
+        await self._update_run(run_id, values)
 
     async def finish_run(
         self,
@@ -158,17 +178,27 @@ class Store(FollowUpQueries):
         `revision` becomes the next report version of the run it asked about: its number is
         returned (None without one)."""
         now = iso(self._now())
+        finished = {
+            "status": status.value,
+            "termination_reason": ending,
+            "error": error,
+            "finished_at": now,
+            "owner": None,
+            "lease_until": None,
+        }
 
-        def work(conn: sqlite3.Connection) -> tuple[int, int | None]:
+        def work(conn: Connection) -> tuple[int, int | None]:
             if report is not None:
                 document, markdown = report
-                row = (document.title, document.tldr, markdown, document.model_dump_json(), now)
-                conn.execute(UPSERT_REPORT, (run_id, *row))
+                conn.execute(delete(REPORTS).where(REPORTS.c.run_id == run_id))
+                row = {"title": document.title, "tldr": document.tldr, "markdown": markdown}
+                saved = {"report_json": document.model_dump_json(), "created_at": now}
+                conn.execute(insert(REPORTS).values(run_id=run_id, **row, **saved))
                 if document.support is not None:
                     write_claims(conn, run_id, document.support)
             version = add_version(conn, run_id, revision, now) if revision is not None else None
-            changed = conn.execute(FINISH_RUN, (status.value, ending, error, now, run_id))
-            return changed.rowcount, version
+            statement = update(RUNS).where(RUNS.c.run_id == run_id).values(**finished)
+            return conn.execute(statement).rowcount, version
 
         changed, version = await self._db.write(work)
         if not changed:
@@ -176,139 +206,41 @@ class Store(FollowUpQueries):
         return version
 
     async def mark_delivered(self, run_id: str) -> None:
-        await self._update_run(run_id, "delivered_at = ?", (iso(self._now()),))
-
-    async def undelivered_runs(self, *, since: datetime) -> list[RunRecord]:
-        """Runs that ended after `since` whose outcome never reached their front end."""
-        marks = ", ".join("?" * len(FINAL))
-        sql = (
-            f"{SELECT_RUNS} WHERE delivered_at IS NULL AND status IN ({marks}) "
-            "AND finished_at >= ? ORDER BY finished_at, rowid"
-        )
-        rows = await self._db.read(sql, (*(s.value for s in FINAL), iso(since)))
-        return [run_record(row) for row in rows]
+        await self._update_run(run_id, {"delivered_at": iso(self._now())})
 
     async def append_event(self, run_id: str, event: Event) -> None:
-        row = (run_id, event.kind, EVENT_ADAPTER.dump_json(event).decode(), iso(event.at), run_id)
+        payload = EVENT_ADAPTER.dump_json(event).decode()
 
-        def work(conn: sqlite3.Connection) -> None:
-            if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+        def work(conn: Connection) -> None:
+            # The run's row locked (PostgreSQL; SQLite's write lock already is one), so two
+            # appends to one run never take the same next number.
+            found = select(RUNS.c.run_id).where(RUNS.c.run_id == run_id).with_for_update()
+            if conn.execute(found).first() is None:
                 raise NotFoundError(f"No run {run_id} here.")
-            conn.execute(INSERT_EVENT, row)
-            if isinstance(event, UsageRecorded):
-                use = event.usage
-                known = use.cost_usd is not None
-                counts = (use.input_tokens, use.output_tokens, use.cache_read_tokens)
-                cost = (use.cost_usd or 0.0, known)
-                conn.execute(ADD_USAGE, (*counts, use.cache_write_tokens, *cost, run_id))
-            elif isinstance(event, TurnStarted) and event.agent:
-                # A deep run's researchers count their own turns: the run's count is their sum.
-                conn.execute("UPDATE runs SET turns = turns + 1 WHERE run_id = ?", (run_id,))
-            elif isinstance(event, TurnStarted):
-                sql = "UPDATE runs SET turns = MAX(turns, ?) WHERE run_id = ?"
-                conn.execute(sql, (event.turn, run_id))
-            elif isinstance(event, RunFinished):
-                sql = "UPDATE runs SET turns = MAX(turns, ?) WHERE run_id = ?"
-                conn.execute(sql, (event.turns, run_id))
+            next_seq = select(
+                literal(run_id),
+                func.coalesce(func.max(EVENTS.c.seq), 0) + 1,
+                literal(event.kind),
+                literal(payload),
+                literal(iso(event.at)),
+            ).where(EVENTS.c.run_id == run_id)
+            columns = ["run_id", "seq", "kind", "payload", "at"]
+            conn.execute(insert(EVENTS).from_select(columns, next_seq))
+            counts = _run_counts(event)
+            if counts:
+                conn.execute(update(RUNS).where(RUNS.c.run_id == run_id).values(**counts))
 
         # Group commit: the events of concurrent runs share transactions; this returns once
         # this event is committed, so it is still stored before anyone hears it.
         await self._db.write_grouped(work)
 
-    async def get_run(
-        self, run_id: str, *, platform: str | None = None, workspace: str | None = None
-    ) -> RunRecord:
-        wanted = clean_id(run_id)
-        where, params = scope(platform, workspace)
-        rows = await self._db.read(f"{SELECT_RUNS} WHERE run_id = ?{where}", (wanted, *params))
-        if not rows:
-            raise NotFoundError(f"No run {wanted} here.")
-        return run_record(rows[0])
-
-    async def list_runs(
-        self,
-        *,
-        platform: str | None = None,
-        workspace: str | None = None,
-        limit: int = 20,
-        top_level: bool = False,
-    ) -> list[RunRecord]:
-        """Newest first; `top_level`: without follow-ups (`follow_ups_of` gives them)."""
-        where, params = scope(platform, workspace)
-        if top_level:
-            where += " AND parent_run_id IS NULL"
-        order = "ORDER BY created_at DESC, rowid DESC LIMIT ?"
-        rows = await self._db.read(f"{SELECT_RUNS} WHERE 1{where} {order}", (*params, limit))
-        return [run_record(row) for row in rows]
-
-    async def run_in_thread(
-        self, thread: str, *, platform: str, workspace: str, channel: str | None = None
-    ) -> RunRecord | None:
-        """The run (not a follow-up) whose thread this is, in that workspace; None if none."""
-        where, params = scope(platform, workspace)
-        if channel is not None:
-            where += " AND channel = ?"
-            params = [*params, channel]
-        sql = (
-            f"{SELECT_RUNS} WHERE thread = ?{where} AND parent_run_id IS NULL "
-            "ORDER BY created_at DESC, rowid DESC LIMIT 1"
-        )
-        rows = await self._db.read(sql, (thread, *params))
-        return run_record(rows[0]) if rows else None
-
-    async def runs_with_status(self, *statuses: RunStatus) -> list[RunRecord]:
-        marks = ", ".join("?" * len(statuses))
-        sql = f"{SELECT_RUNS} WHERE status IN ({marks}) ORDER BY created_at, rowid"
-        return [run_record(row) for row in await self._db.read(sql, [s.value for s in statuses])]
-
-    async def spent_since(self, platform: str, workspace: str, since: datetime) -> float:
-        """What the runs started in a workspace since `since` have cost so far (runs in progress
-        included; of a run with an unpriced model, its priced calls)."""
-        sql = (
-            "SELECT COALESCE(SUM(cost_usd), 0) AS spent FROM runs "
-            "WHERE platform = ? AND workspace = ? AND created_at >= ?"
-        )
-        rows = await self._db.read(sql, (platform, workspace, iso(since)))
-        return float(rows[0]["spent"])
-
-    async def started_after(
-        self, platform: str, workspace: str, user: str, after: datetime
-    ) -> list[datetime]:
-        """When one person's runs in a workspace created after `after` were, oldest first."""
-        sql = (
-            "SELECT created_at FROM runs WHERE platform = ? AND workspace = ? AND user_id = ? "
-            "AND created_at > ? ORDER BY created_at"
-        )
-        rows = await self._db.read(sql, (platform, workspace, user, iso(after)))
-        return [datetime.fromisoformat(row["created_at"]) for row in rows]
-
-    async def usage(
-        self, *, since: datetime, platform: str | None = None, workspace: str | None = None
-    ) -> list[UsageRow]:
-        """Runs and spend per workspace, UTC day and person since `since` (every workspace
-        unless one is named)."""
-        where, params = scope(platform, workspace)
-        rows = await self._db.read(USAGE.format(where=where), (iso(since), *params))
-        return [UsageRow.model_validate(dict(zip(row.keys(), row, strict=True))) for row in rows]
-
-    async def events(self, run_id: str) -> list[Event]:
-        sql = "SELECT payload FROM events WHERE run_id = ? ORDER BY seq"
-        rows = await self._db.read(sql, (clean_id(run_id),))
-        return [EVENT_ADAPTER.validate_json(row["payload"]) for row in rows]
-
-    async def report(self, run_id: str) -> tuple[Report, str] | None:
-        """The run's report as it stands: its newest version when follow-ups revised it."""
-        latest = await self.latest_report(run_id)
-        return None if latest is None else latest[1:]
-
     async def claim(self, key: str) -> bool:
         """A dedupe key, once: False when it was claimed before (within a day)."""
         now = self._now()
 
-        def work(conn: sqlite3.Connection) -> bool:
-            conn.execute("DELETE FROM dedupe WHERE created_at < ?", (iso(now - DEDUPE_TTL),))
-            sql = "INSERT OR IGNORE INTO dedupe (key, created_at) VALUES (?, ?)"
-            return conn.execute(sql, (key, iso(now))).rowcount == 1
+        def work(conn: Connection) -> bool:
+            conn.execute(delete(DEDUPE).where(DEDUPE.c.created_at < iso(now - DEDUPE_TTL)))
+            return insert_new(conn, DEDUPE, {"key": key, "created_at": iso(now)})
 
         return await self._db.write(work)
 
@@ -316,15 +248,28 @@ class Store(FollowUpQueries):
         """A run's measured claims, replacing any stored before (`finish_run` does this too)."""
         await self._db.write(lambda conn: write_claims(conn, clean_id(run_id), support))
 
-    async def claims(self, run_id: str) -> list[Claim]:
-        """A run's cited claims with their verdicts, in report order ([] when not measured)."""
-        sql = "SELECT sentence, sources, verdict, method, note FROM claims WHERE run_id = ? ORDER BY n"
-        return [claim_row(row) for row in await self._db.read(sql, (clean_id(run_id),))]
 
-    async def claim_counts(self) -> dict[str, dict[Verdict, int]]:
-        """For every run with measured claims: how many got each verdict."""
-        sql = "SELECT run_id, verdict, COUNT(*) AS n FROM claims GROUP BY run_id, verdict"
-        counts: dict[str, dict[Verdict, int]] = {}
-        for row in await self._db.read(sql, ()):
-            counts.setdefault(row["run_id"], {})[Verdict(row["verdict"])] = row["n"]
-        return counts
+def _at_least(column: Any, value: int) -> Any:
+    return case((column < value, value), else_=column)
+
+
+def _run_counts(event: Event) -> dict[str, Any]:
+    """What an event adds to its run's row: tokens and cost, or its turn count."""
+    if isinstance(event, UsageRecorded):
+        use = event.usage
+        added = {
+            "input_tokens": RUNS.c.input_tokens + use.input_tokens,
+            "output_tokens": RUNS.c.output_tokens + use.output_tokens,
+            "cache_read_tokens": RUNS.c.cache_read_tokens + use.cache_read_tokens,
+            "cache_write_tokens": RUNS.c.cache_write_tokens + use.cache_write_tokens,
+            "cost_usd": RUNS.c.cost_usd + (use.cost_usd or 0.0),
+        }
+        return added if use.cost_usd is not None else added | {"cost_known": 0}
+    if isinstance(event, TurnStarted) and event.agent:
+        # A deep run's researchers count their own turns: the run's count is their sum.
+        return {"turns": RUNS.c.turns + 1}
+    if isinstance(event, TurnStarted):
+        return {"turns": _at_least(RUNS.c.turns, event.turn)}
+    if isinstance(event, RunFinished):
+        return {"turns": _at_least(RUNS.c.turns, event.turns)}
+    return {}

@@ -1,8 +1,169 @@
-"""The SQLite schema, as the migrations that build it: the one record of every table's shape."""
+"""The schema, defined once for SQLite and PostgreSQL (`METADATA`), and how a database reaches
+it: a new database is created from `METADATA` at the latest version; a SQLite file of an earlier release
+is first brought along its own frozen scripts, then every database takes the portable `STEPS`.
+
+Times are ISO 8601 text in UTC with a fixed format (text order is time order on both engines),
+JSON is text, flags are 0/1 integers: the same rows, the same queries, on either engine.
+"""
 
 from __future__ import annotations
 
-MIGRATIONS: tuple[str, ...] = (
+from collections.abc import Callable
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Dialect,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+    TypeDecorator,
+    UniqueConstraint,
+    text,
+)
+from sqlalchemy import Text as SQLText
+
+METADATA = MetaData()
+
+
+class Text(TypeDecorator[str]):
+    """Text without NUL characters: PostgreSQL refuses them, and a web page may carry one."""
+
+    impl = SQLText
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return value.replace("\x00", "") if value is not None and "\x00" in value else value
+
+
+def _counter(name: str) -> Column[int]:
+    return Column(name, Integer, nullable=False, server_default=text("0"))
+
+
+RUNS = Table(
+    "runs",
+    METADATA,
+    Column("run_id", Text, primary_key=True),
+    Column("platform", Text, nullable=False),
+    Column("workspace", Text, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("thread", Text, nullable=False),
+    Column("user_id", Text, nullable=False),
+    Column("user_name", Text, nullable=False),
+    Column("topic", Text, nullable=False),
+    Column("mode", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("termination_reason", Text),
+    _counter("turns"),
+    _counter("input_tokens"),
+    _counter("output_tokens"),
+    _counter("cache_read_tokens"),
+    _counter("cache_write_tokens"),
+    Column("cost_usd", Float, nullable=False, server_default=text("0")),
+    Column("error", Text),
+    Column("created_at", Text, nullable=False),
+    Column("started_at", Text),
+    Column("finished_at", Text),
+    Column("owner", Text),
+    Column("lease_until", Text),
+    Column("delivered_at", Text),
+    Column("cost_known", Integer, nullable=False, server_default=text("1")),
+    Column("language", Text, nullable=False, server_default=text("'en'")),
+    Column("depth", Text, nullable=False, server_default=text("'quick'")),
+    Column("parent_run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE")),
+    Column("created_seq", Integer, nullable=False, server_default=text("0")),
+    Index("runs_history", "platform", "workspace", text("created_at DESC")),
+    Index("runs_status", "status"),
+    Index("runs_undelivered", "delivered_at", "status"),
+    Index("runs_parent", "parent_run_id", "created_at"),
+    Index("runs_thread", "platform", "workspace", "thread"),
+    Index("runs_queue", "status", "created_at", "created_seq"),
+)
+EVENTS = Table(
+    "events",
+    METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("at", Text, nullable=False),
+    UniqueConstraint("run_id", "seq"),
+    sqlite_autoincrement=True,
+)
+REPORTS = Table(
+    "reports",
+    METADATA,
+    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+    Column("title", Text, nullable=False),
+    Column("tldr", Text, nullable=False),
+    Column("markdown", Text, nullable=False),
+    Column("report_json", Text, nullable=False),
+    Column("created_at", Text, nullable=False),
+)
+DEDUPE = Table(
+    "dedupe",
+    METADATA,
+    Column("key", Text, primary_key=True),
+    Column("created_at", Text, nullable=False),
+    Index("dedupe_age", "created_at"),
+)
+CLAIMS = Table(
+    "claims",
+    METADATA,
+    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("n", Integer, nullable=False),
+    Column("sentence", Text, nullable=False),
+    Column("sources", Text, nullable=False),
+    Column("verdict", Text, nullable=False),
+    Column("method", Text, nullable=False),
+    Column("note", Text, nullable=False),
+    PrimaryKeyConstraint("run_id", "n"),
+)
+REPORT_VERSIONS = Table(
+    "report_versions",
+    METADATA,
+    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("made_by", Text, ForeignKey("runs.run_id"), nullable=False),
+    Column("title", Text, nullable=False),
+    Column("tldr", Text, nullable=False),
+    Column("markdown", Text, nullable=False),
+    Column("report_json", Text, nullable=False),
+    Column("created_at", Text, nullable=False),
+    PrimaryKeyConstraint("run_id", "version"),
+)
+
+Step = Callable[[Connection], None]
+
+
+def _runs_in_creation_order(conn: Connection) -> None:
+    """7: runs numbered in the order they were made, for history and the queue when two were
+    made in the same instant (SQLite's `rowid` did this, and PostgreSQL has none)."""
+    conn.execute(text("ALTER TABLE runs ADD COLUMN created_seq INTEGER NOT NULL DEFAULT 0"))
+    if conn.dialect.name == "sqlite":
+        conn.execute(text("UPDATE runs SET created_seq = rowid"))
+    else:
+        numbered = "SELECT run_id, row_number() OVER (ORDER BY created_at) AS n FROM runs"
+        conn.execute(
+            text(
+                f"UPDATE runs SET created_seq = o.n FROM ({numbered}) o WHERE runs.run_id = o.run_id"
+            )
+        )
+    conn.execute(text("CREATE INDEX runs_queue ON runs (status, created_at, created_seq)"))
+
+
+STEPS: tuple[Step, ...] = (_runs_in_creation_order,)
+"""Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
+`len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
+`METADATA` to match it."""
+
+
+SQLITE_SCRIPTS: tuple[str, ...] = (
     """
     CREATE TABLE runs (
         run_id TEXT PRIMARY KEY, platform TEXT NOT NULL, workspace TEXT NOT NULL,
@@ -72,4 +233,5 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX runs_thread ON runs (platform, workspace, thread);
     """,
 )
-"""Append-only: never edit a shipped script, add the next. Script N takes user_version N to N+1."""
+"""The SQLite files of releases before PostgreSQL: script N took `user_version` N to N+1. Frozen:
+a file at one of these versions is brought up to date by the rest of them, then by `STEPS`."""

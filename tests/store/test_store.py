@@ -1,4 +1,5 @@
-"""The SQLite store against real database files: schema, run lifecycle, trajectory, history."""
+"""The store against real databases, on both engines (a SQLite file and a PostgreSQL server):
+schema, run lifecycle, trajectory, history; and SQLite files of earlier releases upgraded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import psycopg
 import pytest
+from sqlalchemy import Connection, create_engine, inspect, text
 
 from bot.agent.events import (
     Ending,
@@ -30,9 +33,12 @@ from bot.agent.events import (
 from bot.agent.report.model import Report, Section, Source
 from bot.domain import Depth, Mode, Origin, Request, RunStatus
 from bot.errors import NotFoundError, StoreError
-from bot.store import runs as store_module
-from bot.store.connection import Database
-from bot.store.runs import MIGRATIONS, Store
+from bot.store import schema
+from bot.store.migrations import latest
+from bot.store.runs import Store
+from bot.store.schema import SQLITE_SCRIPTS
+from bot.store.sqlite import SQLiteDatabase
+from tests.postgres import PgServer
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 SLACK_T1 = Origin(platform="slack", workspace="T1", channel="C1", user="U1", user_name="ada")
@@ -54,9 +60,12 @@ def request(topic: str = "Acme Robotics", origin: Origin = SLACK_T1) -> Request:
     return Request(topic=topic, mode=Mode.COMPANY, origin=origin)
 
 
-def query_file(path: Path, sql: str) -> list[tuple[object, ...]]:
-    """Read the file with a second, plain connection: what another process would see."""
-    with closing(sqlite3.connect(path)) as db:
+def query_file(target: str | Path, sql: str) -> list[tuple[object, ...]]:
+    """Read the database with a second, plain connection: what another process would see."""
+    if isinstance(target, str):
+        with psycopg.connect(target) as conn:
+            return [tuple(row) for row in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
+    with closing(sqlite3.connect(target)) as db:
         return db.execute(sql).fetchall()
 
 
@@ -66,60 +75,95 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    async with Store.connect(db_path, clock=StepClock()) as opened:
+async def store(db_target: str | Path) -> AsyncIterator[Store]:
+    async with Store.connect(db_target, clock=StepClock()) as opened:
         yield opened
 
 
-async def test_open_creates_parent_dirs_schema_and_wal(store: Store, db_path: Path) -> None:
+def legacy_file(path: Path, version: int) -> None:
+    """A SQLite file as a release before PostgreSQL left it at `version`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(path)) as db:
+        for script in SQLITE_SCRIPTS[:version]:
+            db.executescript(script)
+        db.execute(f"PRAGMA user_version = {version}")
+        db.commit()
+
+
+async def test_open_creates_parent_dirs_schema_and_wal(db_path: Path) -> None:
+    async with Store.connect(db_path):
+        pass
     assert await asyncio.to_thread(db_path.exists)
-    assert query_file(db_path, "PRAGMA user_version") == [(len(MIGRATIONS),)]
+    assert query_file(db_path, "PRAGMA user_version") == [(latest(),)]
     assert query_file(db_path, "PRAGMA journal_mode") == [("wal",)]
     names = {row[0] for row in query_file(db_path, "SELECT name FROM sqlite_master")}
     assert {"runs", "events", "reports", "dedupe", "runs_history", "runs_status"} <= names
 
 
+async def test_a_new_postgres_database_gets_the_schema_and_its_version(pg_server: PgServer) -> None:
+    name = pg_server.empty_database()
+    try:
+        async with Store.connect(pg_server.url(name)) as store:
+            await store.create_run(request())
+        assert pg_server.execute("SELECT version FROM schema_version", name) == [(latest(),)]
+        assert pg_server.execute("SELECT count(*) FROM runs", name) == [(1,)]
+    finally:
+        pg_server.drop(name)
+
+
+def _add_extra_table(conn: Connection) -> None:
+    conn.execute(text("CREATE TABLE extra (x TEXT)"))
+    conn.execute(text("INSERT INTO extra VALUES ('a;b')"))
+
+
+def _broken_step(conn: Connection) -> None:
+    conn.execute(text("CREATE TABLE extra (x TEXT)"))
+    conn.execute(text("INSERT INTO nowhere VALUES (1)"))
+
+
 async def test_reopening_applies_only_new_migrations(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_target: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with Store.connect(db_path) as first:
+    async with Store.connect(db_target) as first:
         run = await first.create_run(request())
-    # The first script's CREATE TABLEs would fail if it ran again on this file.
-    extra = "CREATE TABLE extra (x TEXT); INSERT INTO extra VALUES ('a;b');"
-    monkeypatch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, extra))
-    async with Store.connect(db_path) as second:
+    # Creating the schema again would fail: only the new step may run on this database.
+    monkeypatch.setattr(schema, "STEPS", (*schema.STEPS, _add_extra_table))
+    async with Store.connect(db_target) as second:
         assert (await second.get_run(run.run_id)).topic == "Acme Robotics"
-    async with Store.connect(db_path):
+    async with Store.connect(db_target):
         pass
-    assert query_file(db_path, "PRAGMA user_version") == [(len(MIGRATIONS) + 1,)]
-    assert query_file(db_path, "SELECT x FROM extra") == [("a;b",)]
+    assert query_file(db_target, "SELECT x FROM extra") == [("a;b",)]
 
 
 async def test_a_failing_migration_leaves_the_previous_version(
-    db_path: Path, monkeypatch: pytest.MonkeyPatch
+    db_target: str | Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with Store.connect(db_path):
+    async with Store.connect(db_target):
         pass
-    broken = "CREATE TABLE extra (x TEXT); INSERT INTO nowhere VALUES (1);"
-    monkeypatch.setattr(store_module, "MIGRATIONS", (*MIGRATIONS, broken))
+    monkeypatch.setattr(schema, "STEPS", (*schema.STEPS, _broken_step))
     with pytest.raises(StoreError, match="nowhere"):
-        await Store.open(db_path)
-    assert query_file(db_path, "PRAGMA user_version") == [(len(MIGRATIONS),)]
-    assert not query_file(db_path, "SELECT name FROM sqlite_master WHERE name = 'extra'")
+        await Store.open(db_target)
+    monkeypatch.undo()
+    async with Store.connect(db_target, readonly=True) as reader:  # still this release's schema
+        assert await reader.list_runs() == []
+    assert "extra" not in _table_names(db_target)
 
 
-async def test_a_database_from_a_newer_bot_is_refused(db_path: Path) -> None:
-    async with Store.connect(db_path):
+async def test_a_database_from_a_newer_bot_is_refused(db_target: str | Path) -> None:
+    async with Store.connect(db_target):
         pass
-    with closing(sqlite3.connect(db_path)) as db:
-        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    if isinstance(db_target, str):
+        with psycopg.connect(db_target, autocommit=True) as conn:
+            conn.execute("UPDATE schema_version SET version = version + 1")
+    else:
+        with closing(sqlite3.connect(db_target)) as db:
+            db.execute(f"PRAGMA user_version = {latest() + 1}")
     with pytest.raises(StoreError, match="Upgrade research-bot"):
-        await Store.open(db_path)
+        await Store.open(db_target)
 
 
 async def test_an_older_database_is_upgraded_and_its_runs_were_quick(db_path: Path) -> None:
-    old = await Database.open(db_path, MIGRATIONS[:3])  # the last version without depth
-    await old.close()
+    legacy_file(db_path, 3)  # the last version without depth
     with closing(sqlite3.connect(db_path)) as db, db:
         db.execute(
             "INSERT INTO runs (run_id, platform, workspace, channel, thread, user_id, user_name,"
@@ -133,7 +177,7 @@ async def test_an_older_database_is_upgraded_and_its_runs_were_quick(db_path: Pa
         new_run = await store.create_run(deep)
         listed = {run.topic: run.depth for run in await store.list_runs()}
 
-    assert query_file(db_path, "PRAGMA user_version") == [(len(MIGRATIONS),)]
+    assert query_file(db_path, "PRAGMA user_version") == [(latest(),)]
     assert (old_run.topic, old_run.depth) == ("Acme", Depth.QUICK)
     assert (new_run.mode, new_run.depth) == (Mode.CONTRACTS, Depth.DEEP)
     assert listed == {"Acme": Depth.QUICK, "Globex": Depth.DEEP}
@@ -141,6 +185,63 @@ async def test_an_older_database_is_upgraded_and_its_runs_were_quick(db_path: Pa
         ("Acme", "quick"),
         ("Globex", "deep"),
     ]
+
+
+async def test_a_file_of_the_last_sqlite_only_release_upgrades_with_nothing_lost(
+    db_path: Path, tmp_path: Path
+) -> None:
+    legacy_file(db_path, len(SQLITE_SCRIPTS))
+    with closing(sqlite3.connect(db_path)) as db, db:
+        for n, topic in enumerate(["Acme", "Globex", "Initech"]):
+            db.execute(
+                "INSERT INTO runs (run_id, platform, workspace, channel, thread, user_id, "
+                "user_name, topic, mode, status, created_at) VALUES (?, 'slack', 'T1', 'C1', '', "
+                "'U1', 'ada', ?, 'company', 'done', '2025-01-01T00:00:00.000000+00:00')",
+                (f"oldrun{n}345", topic),
+            )
+        db.execute(
+            "INSERT INTO events (run_id, seq, kind, payload, at) VALUES ('oldrun0345', 1, "
+            '\'notice\', \'{"kind": "notice", "message": "hi"}\', \'2025-01-01T00:00:00+00:00\')'
+        )
+    async with Store.connect(db_path) as store:
+        listed = [run.topic for run in await store.list_runs()]
+        trail = await store.events("oldrun0345")
+    # Made in the same instant: newest first is the order they were made in, reversed.
+    assert listed == ["Initech", "Globex", "Acme"]
+    assert [event.kind for event in trail] == ["notice"]
+    fresh = tmp_path / "fresh.sqlite3"
+    async with Store.connect(fresh):
+        pass
+    assert _shape(db_path) == _shape(fresh)
+
+
+def _table_names(target: str | Path) -> set[str]:
+    return set(_shape(target))
+
+
+def _shape(target: str | Path) -> dict[str, tuple[set[str], set[tuple[str, ...]]]]:
+    """Each table's columns and indexes, as the engine itself reports them."""
+    url = (
+        target.replace("postgresql://", "postgresql+psycopg://")
+        if isinstance(target, str)
+        else f"sqlite:///{target}"
+    )
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            seen = inspect(conn)
+            return {
+                table: (
+                    {column["name"] for column in seen.get_columns(table)},
+                    {
+                        (str(index["name"]), *map(str, index["column_names"]))
+                        for index in seen.get_indexes(table)
+                    },
+                )
+                for table in seen.get_table_names()
+            }
+    finally:
+        engine.dispose()
 
 
 async def test_a_runs_depth_is_stored_and_read_back(store: Store) -> None:
@@ -196,7 +297,7 @@ async def test_unknown_runs_are_not_found(store: Store) -> None:
     assert await store.report("zzzz") is None
 
 
-async def test_events_round_trip_in_order_and_add_up(store: Store, db_path: Path) -> None:
+async def test_events_round_trip_in_order_and_add_up(store: Store, db_target: str | Path) -> None:
     run = await store.create_run(request())
     source = Source(url="https://acme.example/about", title="About Acme", snippet="Robots.")
     report = Report(title="Acme Robotics", tldr="Makes robots [1].", sources=[source])
@@ -219,7 +320,7 @@ async def test_events_round_trip_in_order_and_add_up(store: Store, db_path: Path
         await store.append_event(run.run_id, event)
 
     assert await store.events(run.run_id) == trajectory
-    stored = query_file(db_path, "SELECT seq, kind FROM events ORDER BY id")
+    stored = query_file(db_target, "SELECT seq, kind FROM events ORDER BY id")
     assert stored == [(i, event.kind) for i, event in enumerate(trajectory, start=1)]
     counted = await store.get_run(run.run_id)
     assert (counted.input_tokens, counted.output_tokens) == (150, 30)
@@ -254,7 +355,7 @@ async def test_report_saved_loaded_and_replaced(store: Store) -> None:
 
 async def test_foreign_keys_are_enforced(store: Store) -> None:
     report = Report(title="t", tldr="t")
-    with pytest.raises(StoreError, match="FOREIGN KEY"):
+    with pytest.raises(StoreError, match=r"(?i)foreign key"):
         await store.finish_run(
             "nosuchrun2", status=RunStatus.DONE, ending="completed", report=(report, "")
         )
@@ -281,42 +382,46 @@ async def test_list_runs_newest_first_with_limit(store: Store) -> None:
     assert len(await store.list_runs()) == 6
 
 
-async def test_runs_made_in_the_same_instant_still_list_newest_first(tmp_path: Path) -> None:
-    async with Store.connect(tmp_path / "bot.sqlite3", clock=lambda: START) as store:
+async def test_runs_made_in_the_same_instant_still_list_newest_first(
+    db_target: str | Path,
+) -> None:
+    async with Store.connect(db_target, clock=lambda: START) as store:
         made = [await store.create_run(request(f"topic {i}")) for i in range(3)]
         listed = await store.list_runs()
     assert [run.run_id for run in listed] == [run.run_id for run in reversed(made)]
 
 
-async def test_runs_left_running_are_found_after_reopen(db_path: Path) -> None:
+async def test_runs_left_running_are_found_after_reopen(db_target: str | Path) -> None:
     clock = StepClock()
-    async with Store.connect(db_path, clock=clock) as store:
+    async with Store.connect(db_target, clock=clock) as store:
         queued = await store.create_run(request("queued"))
         running = await store.create_run(request("running"))
         finished = await store.create_run(request("finished"))
         await store.mark_running(running.run_id)
         await store.mark_running(finished.run_id)
         await store.finish_run(finished.run_id, status=RunStatus.DONE, ending="completed")
-    async with Store.connect(db_path, clock=clock) as store:
+    async with Store.connect(db_target, clock=clock) as store:
         left = await store.runs_with_status(RunStatus.RUNNING, RunStatus.QUEUED)
         assert [run.run_id for run in left] == [queued.run_id, running.run_id]
         assert await store.runs_with_status() == []
 
 
-async def test_claim_is_durable_and_expires_after_a_day(db_path: Path) -> None:
+async def test_claim_is_durable_and_expires_after_a_day(db_target: str | Path) -> None:
     clock = StepClock()
-    async with Store.connect(db_path, clock=clock) as store:
+    async with Store.connect(db_target, clock=clock) as store:
         assert await store.claim("slack:Ev123") is True
         assert await store.claim("slack:Ev123") is False
         assert await store.claim("slack:Ev456") is True
-    async with Store.connect(db_path, clock=clock) as store:
+    async with Store.connect(db_target, clock=clock) as store:
         assert await store.claim("slack:Ev123") is False
     clock.now += timedelta(days=2)
-    async with Store.connect(db_path, clock=clock) as store:
+    async with Store.connect(db_target, clock=clock) as store:
         assert await store.claim("slack:Ev123") is True
 
 
-async def test_concurrent_appends_keep_per_run_sequence(store: Store, db_path: Path) -> None:
+async def test_concurrent_appends_keep_per_run_sequence(
+    store: Store, db_target: str | Path
+) -> None:
     runs = [await store.create_run(request(f"topic {i}")) for i in range(5)]
     await asyncio.gather(
         *(store.append_event(runs[i % 5].run_id, Notice(message=str(i))) for i in range(50))
@@ -326,7 +431,7 @@ async def test_concurrent_appends_keep_per_run_sequence(store: Store, db_path: P
         messages = [event.message for event in events if isinstance(event, Notice)]
         assert sorted(messages, key=int) == [str(i) for i in range(index, 50, 5)]
         seqs = query_file(
-            db_path, f"SELECT seq FROM events WHERE run_id = '{run.run_id}' ORDER BY seq"
+            db_target, f"SELECT seq FROM events WHERE run_id = '{run.run_id}' ORDER BY seq"
         )
         assert [seq for (seq,) in seqs] == list(range(1, 11))
 
@@ -343,10 +448,18 @@ async def test_a_cancelled_append_still_lands_and_leaves_the_store_usable(store:
 
 
 async def test_group_commit_keeps_each_runs_order_and_resumes_only_when_durable(
-    store: Store, db_path: Path
+    db_path: Path,
 ) -> None:
+    """SQLite's own: one thread, so concurrent small writes share commits."""
+    async with Store.connect(db_path) as store:
+        await _group_commits(store, db_path)
+
+
+async def _group_commits(store: Store, db_path: Path) -> None:
+    database = store.database
+    assert isinstance(database, SQLiteDatabase)
     runs = [await store.create_run(request(f"topic {i}")) for i in range(20)]
-    commits_before = store._db.commits
+    commits_before = database.commits
 
     async def emit(run_id: str) -> None:
         for n in range(1, 11):
@@ -366,10 +479,10 @@ async def test_group_commit_keeps_each_runs_order_and_resumes_only_when_durable(
             str(n) for n in range(1, 11)
         ]
     # 200 events from 20 runs at once share transactions: far fewer commits than events.
-    assert store._db.commits - commits_before < 100
+    assert database.commits - commits_before < 100
 
 
-async def test_a_failing_append_fails_only_its_caller(store: Store, db_path: Path) -> None:
+async def test_a_failing_append_fails_only_its_caller(store: Store, db_target: str | Path) -> None:
     runs = [await store.create_run(request(f"topic {i}")) for i in range(3)]
     appends = [store.append_event(run.run_id, Notice(message="kept")) for run in runs]
     appends.insert(1, store.append_event("nosuchrun00", Notice(message="lost")))
@@ -378,8 +491,10 @@ async def test_a_failing_append_fails_only_its_caller(store: Store, db_path: Pat
 
     assert isinstance(results[1], NotFoundError)
     assert [result for i, result in enumerate(results) if i != 1] == [None, None, None]
-    assert query_file(db_path, "SELECT COUNT(*) FROM events") == [(3,)]
-    assert query_file(db_path, "SELECT COUNT(*) FROM events WHERE run_id = 'nosuchrun00'") == [(0,)]
+    assert query_file(db_target, "SELECT COUNT(*) FROM events") == [(3,)]
+    assert query_file(db_target, "SELECT COUNT(*) FROM events WHERE run_id = 'nosuchrun00'") == [
+        (0,)
+    ]
 
 
 async def test_a_run_is_found_by_its_thread_in_its_own_workspace_only(store: Store) -> None:
