@@ -32,6 +32,7 @@ from bot.runs.followups import FollowUps
 from bot.runs.manager import Engine, RunManager
 from bot.runs.quota import Quota, QuotaLimits
 from bot.store.runs import Store
+from bot.store.signals import PostgresSignals, Signals
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,13 @@ def source_tools(settings: Settings, stack: AsyncExitStack) -> list[Tool[Any]]:
     ]
 
 
+def shared_signals(settings: Settings, store: Store) -> Signals | None:
+    """Replicas on one PostgreSQL hear each other (LISTEN/NOTIFY); on SQLite there is one."""
+    if settings.database_url is None:
+        return None
+    return PostgresSignals(store.database, settings.database_url.get_secret_value())
+
+
 def freeze_startup_heap() -> None:
     """For a long-lived process, once its services are built: everything so far (modules,
     clients, schemas: most of the heap) lives as long as the process. Out of the collector's
@@ -131,11 +139,13 @@ def freeze_startup_heap() -> None:
 
 @asynccontextmanager
 async def open_services(
-    settings: Settings, *, search: SearchProvider | None = None
+    settings: Settings, *, search: SearchProvider | None = None, replica: bool = False
 ) -> AsyncIterator[Services]:
     """Everything a run needs. On exit, runs still going are stopped and left for recovery.
 
-    `search` replaces the configured search chain (a test or benchmark's own provider)."""
+    `search` replaces the configured search chain (a test or benchmark's own provider).
+    `replica`: a long-lived server (`serve`); on PostgreSQL it shares one queue with the
+    other replicas on that database."""
     for unpriced in settings.unpriced_models():
         log.warning(
             "no price is known for %s: costs will show as unknown (set RESEARCH_BOT_PRICES)",
@@ -178,7 +188,14 @@ async def open_services(
         followup = FollowUpEngine(model, toolbox, compressor, followup_limits(settings), store)
         engine = ByKind(quick=quick, deep=deep, followup=followup)
         quota = Quota(store, quota_limits(settings))
-        runs = RunManager(store, engine, max_concurrent=settings.max_concurrent_runs, quota=quota)
+        runs = RunManager(
+            store,
+            engine,
+            max_concurrent=settings.max_concurrent_runs,
+            lease_s=settings.run_lease_s,
+            quota=quota,
+            shared=shared_signals(settings, store) if replica else None,
+        )
         stack.push_async_callback(runs.shutdown)
         followups = FollowUps(store, runs)
         yield Services(settings=settings, store=store, runs=runs, followups=followups)

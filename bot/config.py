@@ -103,6 +103,9 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = Field(default=None, alias="RESEARCH_BOT_DATABASE_URL")
     """`postgresql://user:password@host:5432/db`: keep runs in PostgreSQL instead, so several
     replicas of the bot share one queue and one history."""
+    run_lease_s: float = Field(default=60, ge=3, le=3600, alias="RESEARCH_BOT_RUN_LEASE_S")
+    """How long a replica's claim on its runs lasts without renewal (renewed every third of
+    it): after it lapses, another replica takes a dead replica's runs over."""
     db_busy_timeout_s: float = Field(
         default=15, ge=0, le=600, alias="RESEARCH_BOT_DB_BUSY_TIMEOUT_S"
     )

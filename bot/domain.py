@@ -154,3 +154,5 @@ class RunRecord(BaseModel):
     """When the outcome reached its front end (thread, file); None: still to deliver."""
     parent_run_id: str | None = None
     """A follow-up's run: the finished run it asked about (`topic` is the question)."""
+    control: str | None = None
+    """`summarize` or `cancel` pressed on any replica, for whichever replica runs it."""

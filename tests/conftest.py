@@ -16,7 +16,13 @@ from tests.fakes.web import FakeWeb
 from tests.postgres import PgServer, start_server
 
 TEST_MODEL = "claude-sonnet-4-6"
-PROCESS_HEAVY = {"test_cli.py", "test_deep_cli.py", "test_eval.py", "test_terminal_faults.py"}
+PROCESS_HEAVY = {
+    "test_cli.py",
+    "test_deep_cli.py",
+    "test_eval.py",
+    "test_terminal_faults.py",
+    "test_replicas.py",
+}
 """Test files that start many bot processes: kept on one xdist worker, so two of them never
 share the two cores at once (a CLI run starved of CPU would trip its timeout)."""
 

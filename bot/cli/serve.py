@@ -66,7 +66,7 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
     names = platforms_to_serve(settings, asked)
     # Off the event loop, before the first request would pay for it on the loop.
     await asyncio.to_thread(language.warm)
-    async with open_services(settings) as services:
+    async with open_services(settings, replica=True) as services:
         freeze_startup_heap()
         tasks = [
             asyncio.create_task(_server(name, services, port), name=f"serve-{name}")

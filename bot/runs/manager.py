@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -24,20 +24,21 @@ from bot.agent.events import (
     Usage,
 )
 from bot.domain import Request, RunRecord, RunStatus
-from bot.errors import RequestError, StoreError
-from bot.runs.active import ActiveRun, request_of, resumes
+from bot.errors import StoreError
+from bot.runs.active import ActiveRun, request_of
 from bot.runs.mailbox import RunListener
-from bot.runs.outcome import Outcome, stored_outcome
-from bot.runs.owner import new_owner, owner_gone, owner_pid
+from bot.runs.outcome import Outcome
+from bot.runs.owner import new_owner
 from bot.runs.queue import RunQueue
 from bot.runs.quota import Quota
+from bot.runs.shared import SharedQueue
+from bot.runs.takeover import Takeover
 from bot.store.runs import Store
+from bot.store.signals import Signals
 
 __all__ = ["Engine", "Outcome", "RunListener", "RunManager"]
 
 log = logging.getLogger(__name__)
-REDELIVER_WITHIN = timedelta(days=1)
-"""Undelivered outcomes older than this are not pushed into a thread at start any more."""
 STOPPED = "The bot stopped while this run was in progress."
 
 
@@ -60,7 +61,7 @@ class Engine(Protocol):
         ...
 
 
-class RunManager:
+class RunManager(Takeover):
     """Owns every run of this process."""
 
     def __init__(
@@ -71,7 +72,10 @@ class RunManager:
         max_concurrent: int = 4,
         lease_s: float = 60.0,
         quota: Quota | None = None,
+        shared: Signals | None = None,
     ) -> None:
+        """`shared`: this process is one replica of several on one database (PostgreSQL): runs
+        wait in the database's queue for any replica, and control reaches them anywhere."""
         self._store = store
         self._engine = engine
         self._quota = quota
@@ -81,6 +85,8 @@ class RunManager:
         self.owner = new_owner()
         self._lease_s = lease_s
         self._heartbeat: asyncio.Task[None] | None = None
+        self._max_concurrent = max_concurrent
+        self._shared = SharedQueue(store, shared, self, lease_s=lease_s) if shared else None
 
     async def submit(self, request: Request, listener: RunListener) -> RunRecord:
         """Store the run and schedule it; returns at once with its record (status queued).
@@ -89,11 +95,55 @@ class RunManager:
         async with self._admitting:
             if self._quota is not None:
                 await self._quota.check(request.origin)
-            record = await self._store.create_run(
-                request, owner=self.owner, lease_until=self._lease()
-            )
-        self._start(record, listener, request, resume=False)
+            if self._shared is not None:
+                record = await self._store.create_run(request)
+            else:
+                record = await self._store.create_run(
+                    request, owner=self.owner, lease_until=self._lease()
+                )
+        if self._shared is not None:
+            await self._shared.hold(record, listener)
+        else:
+            self._start(record, listener, request, resume=False)
         return record
+
+    async def control(self, run_id: str, action: str) -> RunRecord | None:
+        """Summarize or cancel a run wherever it runs (or waits): the run, or None when it has
+        ended (or, with one process, is not running here)."""
+        active = self._active.get(run_id)
+        if active is not None:
+            _apply(active, action)
+            return active.record
+        if self._shared is None:
+            return None
+        record = await self._store.request_control(run_id, action)
+        if record is None:
+            return None
+        await self._shared.signal_control(run_id)
+        if action == "cancel" and record.owner is None:
+            # Still waiting for any replica: this one ends it now, in the run's own thread.
+            listener = self._shared.release(run_id) or self._shared.listener_for(record)
+            if listener is not None and await self._claim(record):
+                self.start_claimed(record.model_copy(update={"control": action}), listener)
+        return record
+
+    def has_free_slot(self) -> bool:
+        researching = sum(1 for active in self._active.values() if not active.persisted)
+        return researching < self._max_concurrent
+
+    def start_claimed(self, record: RunRecord, listener: RunListener) -> None:
+        """Start a run this replica just claimed from the shared queue."""
+        self._start(record, listener, request_of(record), resume=False)
+        if record.control is not None:
+            _apply(self._active[record.run_id], record.control)
+
+    async def control_here(self, run_id: str) -> None:
+        """Control pressed on another replica: applied if the run is running here."""
+        active = self._active.get(run_id)
+        if active is not None:
+            action = await self._store.pending_control(run_id)
+            if action is not None:
+                _apply(active, action)
 
     def summarize(self, run_id: str) -> bool:
         """Ask a run to write up now. False if it is not running here."""
@@ -119,47 +169,12 @@ class RunManager:
         if active is not None:
             await active.finished.wait()
 
-    async def recover(self, listener_for: Callable[[RunRecord], RunListener | None]) -> list[str]:
-        """At start: take over the runs whose process is gone (queued ones queue again, in
-        order; the others are finished from their evidence), and deliver every outcome that
-        never reached its front end. `listener_for` gives the front end that should hear about
-        a run (None: another front end's run, left for it). Returns the ids taken."""
-        taken = []
-        unfinished = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.INTERRUPTED)
-        for record in await self._store.runs_with_status(*unfinished):
-            listener = self._listener_if_free(record, listener_for)
-            if listener is not None and await self._claim(record):
-                self._start(record, listener, request_of(record), resume=resumes(record))
-                taken.append(record.run_id)
-        since = self._store.now() - REDELIVER_WITHIN
-        for record in await self._store.undelivered_runs(since=since):
-            listener = listener_for(record) if record.run_id not in self._active else None
-            if listener is not None:
-                self._redeliver(record, listener)
-                taken.append(record.run_id)
-        return taken
-
-    async def resume(self, run_id: str, listener: RunListener) -> RunRecord:
-        """Finish one run another process left (the terminal's `resume`), or deliver its
-        stored outcome again when it had ended."""
-        record = await self._store.get_run(run_id)
-        if record.status in (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED):
-            self._redeliver(record, listener)
-            return record
-        if not self._orphan(record) or not await self._claim(record):
-            pid = owner_pid(record.owner)
-            where = f" (process {pid})" if pid else ""
-            raise RequestError(
-                f"Run {record.run_id} is still running in another process{where}: "
-                "wait for it, or stop that process first."
-            )
-        self._start(record, listener, request_of(record), resume=resumes(record))
-        return record
-
     async def shutdown(self, *, delivery_grace_s: float = 10.0) -> None:
         """Stop every run now: running ones are left interrupted, queued ones stay queued, all
         for the next start. A run already stored but still delivering gets a short grace
         (call this before closing the chat clients); undelivered, it is delivered next start."""
+        if self._shared is not None:
+            await self._shared.close()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         delivering = [a.task for a in self._active.values() if a.task and a.persisted]
@@ -175,22 +190,6 @@ class RunManager:
     def _lease(self) -> datetime:
         return self._store.now() + timedelta(seconds=self._lease_s)
 
-    def _orphan(self, record: RunRecord) -> bool:
-        """Nobody runs it any more (its process is gone), so this process may take it."""
-        return owner_gone(record.owner, record.lease_until, now=self._store.now(), me=self.owner)
-
-    def _listener_if_free(
-        self, record: RunRecord, listener_for: Callable[[RunRecord], RunListener | None]
-    ) -> RunListener | None:
-        if record.run_id in self._active or not self._orphan(record):
-            return None
-        return listener_for(record)
-
-    async def _claim(self, record: RunRecord) -> bool:
-        return await self._store.claim_run(
-            record.run_id, seen_owner=record.owner, owner=self.owner, lease_until=self._lease()
-        )
-
     def _start(
         self, record: RunRecord, listener: RunListener, request: Request, *, resume: bool
     ) -> None:
@@ -202,14 +201,6 @@ class RunManager:
         )
         if self._heartbeat is None or self._heartbeat.done():
             self._heartbeat = asyncio.create_task(self._renew_leases(), name="run-leases")
-
-    def _redeliver(self, record: RunRecord, listener: RunListener) -> None:
-        active = ActiveRun(record, listener, self._store)
-        active.persisted = True
-        self._active[record.run_id] = active
-        active.task = asyncio.create_task(
-            self._deliver_stored(active), name=f"deliver-{record.run_id}"
-        )
 
     async def _renew_leases(self) -> None:
         """While this process has runs, it keeps saying so; a process that dies stops."""
@@ -300,10 +291,9 @@ class RunManager:
         if waiting is not None:
             await waiting.emit(RunQueued(position=position))
 
-    async def _deliver_stored(self, active: ActiveRun) -> None:
-        try:
-            await active.deliver(await stored_outcome(self._store, active.record))
-        finally:
-            active.mailbox.close()
-            self._active.pop(active.record.run_id, None)
-            active.finished.set()
+
+def _apply(active: ActiveRun, action: str) -> None:
+    if action == "cancel":
+        active.control.cancel()
+    else:
+        active.control.summarize()

@@ -24,20 +24,19 @@ from bot.store.history import HistoryQueries
 from bot.store.rows import (
     DEDUPE_TTL,
     ORIGIN_COLUMNS,
-    UNFINISHED,
     Clock,
     clean_id,
     insert_new,
     iso,
     new_run_id,
-    statuses,
     utcnow,
     write_claims,
 )
 from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
+from bot.store.shared import SharedQueries
 
 
-class Store(HistoryQueries, FollowUpQueries):
+class Store(HistoryQueries, FollowUpQueries, SharedQueries):
     """The runs database: reads, and short write transactions each run whole."""
 
     def __init__(self, db: Database, clock: Clock) -> None:
@@ -135,26 +134,25 @@ class Store(HistoryQueries, FollowUpQueries):
     async def claim_run(
         self, run_id: str, *, seen_owner: str | None, owner: str, lease_until: datetime
     ) -> bool:
-        """Take over an unfinished run, only if its owner is still the one we judged gone (so
-        two processes never both take it)."""
+        """Take over a run not yet delivered (unfinished, or ended with its outcome still to
+        tell), only if its owner is still the one we judged gone: two replicas never both
+        take it."""
         statement = (
             update(RUNS)
             .where(
                 RUNS.c.run_id == run_id,
                 RUNS.c.owner.is_not_distinct_from(seen_owner),
-                RUNS.c.status.in_(statuses(UNFINISHED)),
+                RUNS.c.delivered_at.is_(None),
             )
             .values(owner=owner, lease_until=iso(lease_until))
         )
         return await self._db.write(lambda conn: conn.execute(statement).rowcount) == 1
 
     async def renew_leases(self, owner: str, lease_until: datetime) -> int:
+        """The owner is alive: its runs (until their outcome is delivered) stay its own."""
         statement = (
             update(RUNS)
-            .where(
-                RUNS.c.owner == owner,
-                RUNS.c.status.in_(statuses((RunStatus.QUEUED, RunStatus.RUNNING))),
-            )
+            .where(RUNS.c.owner == owner, RUNS.c.delivered_at.is_(None))
             .values(lease_until=iso(lease_until))
         )
         return await self._db.write(lambda conn: conn.execute(statement).rowcount)
@@ -183,9 +181,7 @@ class Store(HistoryQueries, FollowUpQueries):
             "termination_reason": ending,
             "error": error,
             "finished_at": now,
-            "owner": None,
-            "lease_until": None,
-        }
+        }  # the owner keeps it until the outcome is delivered (`mark_delivered`)
 
         def work(conn: Connection) -> tuple[int, int | None]:
             if report is not None:
@@ -206,7 +202,8 @@ class Store(HistoryQueries, FollowUpQueries):
         return version
 
     async def mark_delivered(self, run_id: str) -> None:
-        await self._update_run(run_id, {"delivered_at": iso(self._now())})
+        delivered = {"delivered_at": iso(self._now()), "owner": None, "lease_until": None}
+        await self._update_run(run_id, delivered)
 
     async def append_event(self, run_id: str, event: Event) -> None:
         payload = EVENT_ADAPTER.dump_json(event).decode()

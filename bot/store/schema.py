@@ -76,6 +76,7 @@ RUNS = Table(
     Column("depth", Text, nullable=False, server_default=text("'quick'")),
     Column("parent_run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE")),
     Column("created_seq", Integer, nullable=False, server_default=text("0")),
+    Column("control", Text),
     Index("runs_history", "platform", "workspace", text("created_at DESC")),
     Index("runs_status", "status"),
     Index("runs_undelivered", "delivered_at", "status"),
@@ -138,6 +139,17 @@ REPORT_VERSIONS = Table(
     PrimaryKeyConstraint("run_id", "version"),
 )
 
+REPLICAS = Table(
+    "replicas",
+    METADATA,
+    Column("replica_id", Text, primary_key=True),
+    Column("host", Text, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("platforms", Text, nullable=False),
+    Column("started_at", Text, nullable=False),
+    Column("seen_at", Text, nullable=False),
+)
+
 Step = Callable[[Connection], None]
 
 
@@ -157,7 +169,14 @@ def _runs_in_creation_order(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX runs_queue ON runs (status, created_at, created_seq)"))
 
 
-STEPS: tuple[Step, ...] = (_runs_in_creation_order,)
+def _replicas(conn: Connection) -> None:
+    """8: what replicas share: a run's pending control (summarize or cancel, pressed on any
+    replica), and each replica's heartbeat."""
+    conn.execute(text("ALTER TABLE runs ADD COLUMN control TEXT"))
+    REPLICAS.create(conn)
+
+
+STEPS: tuple[Step, ...] = (_runs_in_creation_order, _replicas)
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
 `METADATA` to match it."""

@@ -29,7 +29,7 @@ from bot.adapters.chat.exports import ChatExport
 from bot.agent.followup.answer import versioned_filename
 from bot.agent.language import language_for
 from bot.agent.report.model import Report, report_filename
-from bot.domain import Origin, Request, RunRecord
+from bot.domain import Origin, Request, RunRecord, RunStatus
 from bot.errors import ConfigError, NotFoundError, RequestError
 from bot.export import Format, export
 from bot.runs.manager import RunListener, RunManager
@@ -224,20 +224,26 @@ class CommandService:
             raise Refused(str(error)) from None
         return ChatExport(run, report.title, file)
 
-    def press(self, caller: Caller, action: Action, run_id: str) -> Reply:
-        """A press of a running run's button (or its summarize reaction): what it did. Raises
-        Refused when the rules say no."""
-        record = self._runs.get_active(run_id)
+    async def press(self, caller: Caller, action: Action, run_id: str) -> Reply:
+        """A press of a running run's button (or its summarize reaction): what it did, wherever
+        the run runs. Raises Refused when the rules say no."""
+        record = self._runs.get_active(run_id) or await self._unfinished(run_id)
         if record is None or not self._sees(caller, record):
             raise Refused(FINISHED)
-        if action == "cancel":
-            if record.origin.user != caller.user:
-                raise Refused(Reply(text=NOT_YOURS, mention=record.origin.user))
-            self._runs.cancel(run_id)
-            return Reply(text=CANCELLING)
-        if not self._runs.summarize(run_id):
+        if action == "cancel" and record.origin.user != caller.user:
+            raise Refused(Reply(text=NOT_YOURS, mention=record.origin.user))
+        if await self._runs.control(run_id, action) is None:
             raise Refused(FINISHED)
-        return Reply(text=SUMMARIZING)
+        return Reply(text=CANCELLING if action == "cancel" else SUMMARIZING)
+
+    async def _unfinished(self, run_id: str) -> RunRecord | None:
+        """A run another replica runs (or that waits for one), as stored; None if it ended."""
+        try:
+            record = await self._store.get_run(run_id, platform=self.platform)
+        except NotFoundError:
+            return None
+        finished = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
+        return None if record.status in finished else record
 
     def _sees(self, caller: Caller, run: RunRecord) -> bool:
         return (run.origin.platform, run.origin.workspace) == (self.platform, caller.workspace)

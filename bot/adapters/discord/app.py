@@ -221,7 +221,7 @@ class ResearchClient(discord.AutoShardedClient):
         self, interaction: discord.Interaction[Any], action: Action, run_id: str
     ) -> None:
         try:
-            reply = self.service.press(caller_of(interaction), action, run_id)
+            reply = await self.service.press(caller_of(interaction), action, run_id)
         except Refused as refused:
             reply = refused.reply
         await interaction.response.send_message(reply_text(reply), ephemeral=True)
@@ -236,7 +236,7 @@ class ResearchClient(discord.AutoShardedClient):
         if run_id is None:
             return
         try:
-            self.service.press(reaction_caller(payload), "summarize", run_id)
+            await self.service.press(reaction_caller(payload), "summarize", run_id)
         except Refused as refused:
             # A reaction has nowhere to answer: a finished run's message just stays as it is.
             log.info("run %s: summarize reaction not taken: %s", run_id, refused)
@@ -286,7 +286,7 @@ async def serve_discord(
     client = build_discord_client(settings, runs, store, followups)
     async with client:
         await login(client, token)
-        recovered = await runs.recover(client.listener_for)
+        recovered = await runs.recover(client.listener_for, PLATFORM)
         if recovered:
             log.info(
                 "recovering %d interrupted Discord run(s): %s", len(recovered), ", ".join(recovered)

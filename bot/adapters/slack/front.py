@@ -140,7 +140,7 @@ class SlackFrontEnd:
 
     async def recover(self) -> list[str]:
         """Finish the Slack runs a previous process left unfinished; returns their ids."""
-        return await self._runs.recover(self.listener_for)
+        return await self._runs.recover(self.listener_for, PLATFORM)
 
     async def check_token(self) -> None:
         try:
@@ -286,7 +286,7 @@ class SlackFrontEnd:
         caller = action_caller(body)
         run_id = str(body["actions"][0].get("value", ""))
         try:
-            self.service.press(caller, action, run_id)
+            await self.service.press(caller, action, run_id)
         except Refused as refused:
             text = reply_text(refused.reply)
             await post_ephemeral(self.client, caller.channel, caller.user, text)

@@ -51,7 +51,7 @@ class SummarizeEvents:
             return
         caller = event_caller(body, user=str(event.get("user", "")), channel=channel)
         try:
-            self._service.press(caller, "summarize", run_id)
+            await self._service.press(caller, "summarize", run_id)
         except Refused as refused:
             # A finished run's message just stays as it is.
             log.info("slack: %s on %s not taken: %s", event.get("type"), run_id, refused)

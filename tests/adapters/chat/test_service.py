@@ -73,7 +73,7 @@ def _refusal(refused: pytest.ExceptionInfo[Refused]) -> str:
 async def test_anyone_in_the_workspace_may_ask_a_run_to_write_up(world: World) -> None:
     run = await world.running(ALICE)
 
-    assert world.discord.press(BOB, "summarize", run.run_id) == Reply(
+    assert await world.discord.press(BOB, "summarize", run.run_id) == Reply(
         text="Writing up the report now."
     )
     await world.runs.wait(run.run_id)
@@ -85,12 +85,12 @@ async def test_only_the_requester_may_cancel_and_the_refusal_names_them(world: W
     run = await world.running(ALICE)
 
     with pytest.raises(Refused) as refused:
-        world.discord.press(BOB, "cancel", run.run_id)
+        await world.discord.press(BOB, "cancel", run.run_id)
     assert refused.value.reply.mention == "100"
     assert _refusal(refused) == "Only @[100] can cancel this run."
     assert world.runs.get_active(run.run_id) is not None
 
-    assert world.discord.press(ALICE, "cancel", run.run_id) == Reply(text="Cancelling the run.")
+    assert await world.discord.press(ALICE, "cancel", run.run_id) == Reply(text="Cancelling the run.")
     await world.runs.wait(run.run_id)
     assert (await world.store.get_run(run.run_id)).status is RunStatus.CANCELLED
 
@@ -107,7 +107,7 @@ async def test_a_press_from_elsewhere_finds_the_run_finished(
     control = world.engine.controls[run.run_id]
 
     with pytest.raises(Refused) as refused:
-        service.press(presser, action, run.run_id)
+        await service.press(presser, action, run.run_id)
 
     assert _refusal(refused) == "That run has finished."
     assert not control.summarize_requested.is_set()
@@ -121,7 +121,7 @@ async def test_a_press_on_a_finished_or_unknown_run_says_it_has_finished(world: 
     for run_id in (run.run_id, "nosuchrun"):
         for action in actions:
             with pytest.raises(Refused) as refused:
-                world.discord.press(ALICE, action, run_id)
+                await world.discord.press(ALICE, action, run_id)
             assert str(refused.value) == "That run has finished."
 
 

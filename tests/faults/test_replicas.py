@@ -1,0 +1,219 @@
+"""Several `research-bot serve slack` replicas on one PostgreSQL behave as one bot: the real
+command in HTTP mode, one fake Slack, one fake Messages API, one real PostgreSQL. A burst spread
+over the replicas is claimed and delivered once per run; a press on one replica reaches a run
+on another; a replica killed with kill -9 mid-run loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from bot.adapters.slack.front import ACTION_SUMMARIZE
+from tests.conftest import world_env
+from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.slack_api import FakeSlack, SlackSender
+from tests.fakes.tavily_api import FakeTavily
+from tests.fakes.web import FakeWeb
+from tests.process import Cli, eventually
+
+SECRET = "replica-test-secret"
+REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Replica:
+    process: asyncio.subprocess.Process
+    sender: SlackSender
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    lines: list[str] = field(default_factory=list)
+
+    async def drain(self) -> None:
+        """Read its log as it comes (a full pipe would stall it); ready once it serves."""
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            text = line.decode(errors="replace")
+            self.lines.append(text)
+            if "serving HTTP" in text:
+                self.ready.set()
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+@pytest.fixture
+def cli(
+    tmp_path: Path,
+    anthropic_api: FakeAnthropic,
+    tavily: FakeTavily,
+    web: FakeWeb,
+    slack: FakeSlack,
+    pg_url: str,
+) -> Cli:
+    env = world_env(tmp_path, anthropic_api, tavily, web) | {
+        "RESEARCH_BOT_DATABASE_URL": pg_url,
+        "RESEARCH_BOT_RUN_LEASE_S": "3",
+        "RESEARCH_BOT_MAX_CONCURRENT_RUNS": "2",
+        "RESEARCH_BOT_SLACK_STREAMING": "off",
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+    }
+    return Cli(tmp_path, env)
+
+
+@contextlib.asynccontextmanager
+async def replicas(cli: Cli, count: int) -> AsyncIterator[list[Replica]]:
+    started: list[Replica] = []
+    drains = []
+    try:
+        for _ in range(count):
+            port = _free_port()
+            process = await cli.start("serve", "slack", "--port", str(port))
+            url = f"http://127.0.0.1:{port}/slack/events"
+            started.append(Replica(process, SlackSender(url, SECRET)))
+            drains.append(asyncio.create_task(started[-1].drain()))
+        try:
+            async with asyncio.timeout(90):
+                await asyncio.gather(*(replica.ready.wait() for replica in started))
+        except TimeoutError:
+            logs = "\n".join("".join(replica.lines[-20:]) for replica in started)
+            raise AssertionError(f"a replica did not start serving:\n{logs}") from None
+        yield started
+    finally:
+        for replica in started:
+            if replica.process.returncode is None:
+                replica.process.send_signal(signal.SIGTERM)
+        for replica in started:
+            await replica.process.wait()
+        for drain in drains:
+            drain.cancel()
+
+
+def _rows(pg_url: str, sql: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(pg_url) as conn:
+        return [tuple(row) for row in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
+
+
+async def _report(body: dict[str, Any]) -> Any:
+    return reply_text(REPORT)
+
+
+@pytest.mark.timeout(150)
+async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, pg_url: str
+) -> None:
+    anthropic_api.responder = _report
+    runs = 9
+    async with replicas(cli, 3) as three:
+        answers = await asyncio.gather(
+            *(three[n % 3].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
+        )
+        assert all(status == 200 for status, _ in answers)
+
+        async def all_delivered() -> bool:
+            done = _rows(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
+            return done == [(runs,)]
+
+        await eventually(all_delivered, within_s=60)
+
+    uploads = slack.calls_to("files.completeUploadExternal")
+    assert len(uploads) == runs
+    starts = _rows(
+        pg_url, "SELECT run_id, count(*) FROM events WHERE kind = 'run_started' GROUP BY run_id"
+    )
+    assert len(starts) == runs and all(count == 1 for _, count in starts)
+    assert len(anthropic_api.requests) == runs  # no run researched twice
+    owners = _rows(pg_url, "SELECT count(DISTINCT replica_id) FROM replicas")
+    assert owners == [(0,)]  # each replica said goodbye when it stopped
+
+
+@pytest.mark.timeout(150)
+async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, pg_url: str
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]))
+    release = asyncio.Event()
+
+    async def hold_then_report(body: dict[str, Any]) -> Any:
+        if body.get("tool_choice", {}).get("type") != "none":
+            await release.wait()
+        return reply_text(REPORT)
+
+    anthropic_api.responder = hold_then_report
+    async with replicas(cli, 2) as two:
+        await two[0].sender.command("Acme Robotics")
+
+        async def running() -> bool:
+            return _rows(pg_url, "SELECT count(*) FROM runs WHERE status = 'running'") == [(1,)]
+
+        await eventually(running, within_s=30)
+        [(run_id, owner)] = _rows(pg_url, "SELECT run_id, owner FROM runs")
+        pids = [replica.process.pid for replica in two]
+        elsewhere = two[1 - pids.index(int(owner.split(":")[1]))]
+        status, _ = await elsewhere.sender.action(ACTION_SUMMARIZE, run_id, user="U2")
+        assert status == 200
+
+        async def ended() -> bool:
+            rows = _rows(pg_url, f"SELECT termination_reason FROM runs WHERE run_id = '{run_id}'")
+            return rows == [("forced_synthesized",)]
+
+        await eventually(ended, within_s=10)
+        release.set()
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+
+
+@pytest.mark.timeout(150)
+async def test_a_replica_killed_mid_run_loses_nothing(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, pg_url: str
+) -> None:
+    anthropic_api.script(reply_tools([("web_search", {"query": "acme"})]))
+    hang = asyncio.Event()
+
+    async def hang_then_report(body: dict[str, Any]) -> Any:
+        if not hang.is_set():
+            await asyncio.Event().wait()
+        return reply_text(REPORT)
+
+    anthropic_api.responder = hang_then_report
+    async with replicas(cli, 2) as two:
+        await two[0].sender.command("Acme Robotics")
+
+        async def evidence() -> bool:
+            kinds = _rows(pg_url, "SELECT kind FROM events")
+            return ("tool_finished",) in kinds
+
+        await eventually(evidence, within_s=30)
+        [(run_id, owner)] = _rows(pg_url, "SELECT run_id, owner FROM runs")
+        pids = [replica.process.pid for replica in two]
+        dead = two[pids.index(int(owner.split(":")[1]))]
+        hang.set()
+        dead.process.kill()
+        await dead.process.wait()
+
+        async def delivered() -> bool:
+            rows = _rows(pg_url, f"SELECT status, delivered_at FROM runs WHERE run_id = '{run_id}'")
+            return rows[0][0] == "done" and rows[0][1] is not None
+
+        await eventually(delivered, within_s=30)
+
+    [(status, reason)] = _rows(pg_url, "SELECT status, termination_reason FROM runs")
+    assert (status, reason) == ("done", "interrupted_synthesized")
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
