@@ -90,7 +90,9 @@ async def test_only_the_requester_may_cancel_and_the_refusal_names_them(world: W
     assert _refusal(refused) == "Only @[100] can cancel this run."
     assert world.runs.get_active(run.run_id) is not None
 
-    assert await world.discord.press(ALICE, "cancel", run.run_id) == Reply(text="Cancelling the run.")
+    assert await world.discord.press(ALICE, "cancel", run.run_id) == Reply(
+        text="Cancelling the run."
+    )
     await world.runs.wait(run.run_id)
     assert (await world.store.get_run(run.run_id)).status is RunStatus.CANCELLED
 
