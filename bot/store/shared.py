@@ -11,7 +11,17 @@ from collections.abc import Collection
 from datetime import datetime
 
 from pydantic import BaseModel
-from sqlalchemy import ColumnElement, Connection, and_, delete, func, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    and_,
+    delete,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
 
 from bot.domain import RunRecord, RunStatus
 from bot.store.connection import Database
@@ -38,6 +48,17 @@ def _unclaimed(platforms: Collection[str]) -> list[ColumnElement[bool]]:
     ]
 
 
+def _sibling_taken(parent: ColumnElement[str] | str) -> ColumnElement[bool]:
+    """Another follow-up of the same run is taken by some replica: follow-ups of one run are
+    answered one at a time, wherever they run."""
+    sibling = RUNS.alias("sibling")
+    return exists().where(
+        sibling.c.parent_run_id == parent,
+        sibling.c.owner.is_not(None),
+        sibling.c.status.in_([QUEUED, RunStatus.RUNNING.value]),
+    )
+
+
 class SharedQueries:
     _db: Database
 
@@ -48,16 +69,24 @@ class SharedQueries:
         Two replicas asking at once get two different runs (or one gets none)."""
 
         def work(conn: Connection) -> RunRecord | None:
+            free = or_(RUNS.c.parent_run_id.is_(None), ~_sibling_taken(RUNS.c.parent_run_id))
             oldest = (
-                select(RUNS.c.run_id)
-                .where(*_unclaimed(platforms))
+                select(RUNS.c.run_id, RUNS.c.parent_run_id)
+                .where(*_unclaimed(platforms), free)
                 .order_by(RUNS.c.created_at, RUNS.c.created_seq)
                 .limit(1)
-                .with_for_update(skip_locked=True)
+                .with_for_update(skip_locked=True, of=RUNS)
             )
-            run_id = conn.execute(oldest).scalar_one_or_none()
-            if run_id is None:
+            found = conn.execute(oldest).first()
+            if found is None:
                 return None
+            run_id, parent = found
+            if parent is not None:
+                # Two replicas may pick two follow-ups of one run at once: the run's own row,
+                # locked, lets only the first through.
+                conn.execute(select(RUNS.c.run_id).where(RUNS.c.run_id == parent).with_for_update())
+                if conn.execute(select(_sibling_taken(parent))).scalar():
+                    return None
             taken = (
                 update(RUNS)
                 .where(RUNS.c.run_id == run_id, RUNS.c.owner.is_(None))
