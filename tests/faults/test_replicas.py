@@ -6,11 +6,7 @@ on another; a replica killed with kill -9 mid-run loses nothing."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import signal
-import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,36 +16,14 @@ import pytest
 from bot.adapters.slack.front import ACTION_SUMMARIZE
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
-from tests.fakes.slack_api import FakeSlack, SlackSender
+from tests.fakes.slack_api import FakeSlack
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
 from tests.process import Cli, eventually
+from tests.replica_world import replicas
 
 SECRET = "replica-test-secret"
 REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@dataclass
-class Replica:
-    process: asyncio.subprocess.Process
-    sender: SlackSender
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    lines: list[str] = field(default_factory=list)
-
-    async def drain(self) -> None:
-        """Read its log as it comes (a full pipe would stall it); ready once it serves."""
-        assert self.process.stderr is not None
-        while line := await self.process.stderr.readline():
-            text = line.decode(errors="replace")
-            self.lines.append(text)
-            if "serving HTTP" in text:
-                self.ready.set()
 
 
 @pytest.fixture
@@ -79,34 +53,6 @@ def cli(
     return Cli(tmp_path, env)
 
 
-@contextlib.asynccontextmanager
-async def replicas(cli: Cli, count: int) -> AsyncIterator[list[Replica]]:
-    started: list[Replica] = []
-    drains = []
-    try:
-        for _ in range(count):
-            port = _free_port()
-            process = await cli.start("serve", "slack", "--port", str(port))
-            url = f"http://127.0.0.1:{port}/slack/events"
-            started.append(Replica(process, SlackSender(url, SECRET)))
-            drains.append(asyncio.create_task(started[-1].drain()))
-        try:
-            async with asyncio.timeout(90):
-                await asyncio.gather(*(replica.ready.wait() for replica in started))
-        except TimeoutError:
-            logs = "\n".join("".join(replica.lines[-20:]) for replica in started)
-            raise AssertionError(f"a replica did not start serving:\n{logs}") from None
-        yield started
-    finally:
-        for replica in started:
-            if replica.process.returncode is None:
-                replica.process.send_signal(signal.SIGTERM)
-        for replica in started:
-            await replica.process.wait()
-        for drain in drains:
-            drain.cancel()
-
-
 def _rows(pg_url: str, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(pg_url) as conn:
         return [tuple(row) for row in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
@@ -122,7 +68,7 @@ async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run
 ) -> None:
     anthropic_api.responder = _report
     runs = 9
-    async with replicas(cli, 3) as three:
+    async with replicas(cli, 3, SECRET) as three:
         answers = await asyncio.gather(
             *(three[n % 3].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
         )
@@ -158,7 +104,7 @@ async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
         return reply_text(REPORT)
 
     anthropic_api.responder = hold_then_report
-    async with replicas(cli, 2) as two:
+    async with replicas(cli, 2, SECRET) as two:
         await two[0].sender.command("Acme Robotics")
 
         async def running() -> bool:
@@ -193,7 +139,7 @@ async def test_a_replica_killed_mid_run_loses_nothing(
         return reply_text(REPORT)
 
     anthropic_api.responder = hang_then_report
-    async with replicas(cli, 2) as two:
+    async with replicas(cli, 2, SECRET) as two:
         await two[0].sender.command("Acme Robotics")
 
         async def evidence() -> bool:
