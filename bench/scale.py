@@ -20,6 +20,7 @@ memory (PSS, bot + workers) ≤ 250 MB; the hostile phase adds ≤ 100 MB (PSS) 
 the loop more than 100 ms.
 
     python -m bench.scale            # about 25 s  (--runs 100 --hostile 100)
+    python -m bench.scale --postgres # the same with the store on a local PostgreSQL
 """
 
 from __future__ import annotations
@@ -218,6 +219,7 @@ def settings_for(
             # Tool output is never summarized: every run makes the same 4 model calls.
             "RESEARCH_BOT_COMPRESS_THRESHOLD_TOKENS": "1000000",
         }
+        | ({"RESEARCH_BOT_DATABASE_URL": urls["database"]} if "database" in urls else {})
     )
 
 
@@ -286,6 +288,9 @@ def main() -> None:
     parser.add_argument("--hostile", type=int, default=100)
     parser.add_argument("--concurrent", type=int, default=0, help="default: --runs")
     parser.add_argument("--workers", type=int, default=None, help="default: the bot's default")
+    parser.add_argument(
+        "--postgres", action="store_true", help="the store on a local PostgreSQL, not SQLite"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)  # refused bombs are expected: keep it quiet
     limit_malloc_arenas()  # as `research-bot` does first thing
@@ -294,6 +299,12 @@ def main() -> None:
     world = context.Process(target=serve_world, args=(theirs,), daemon=True)
     world.start()
     urls = ours.recv() | {"world_pid": str(world.pid)}
+    postgres = None
+    if args.postgres:
+        from tests.postgres import start_server
+
+        postgres = start_server()
+        urls["database"] = postgres.url(postgres.new_database())
     try:
         f = asyncio.run(
             scale(args.runs, args.hostile, args.concurrent or args.runs, urls, args.workers)
@@ -301,6 +312,9 @@ def main() -> None:
     finally:
         ours.send("stop")
         world.join(10)
+        if postgres is not None:
+            postgres.stop()
+    print(f"store: {'PostgreSQL' if postgres else 'SQLite'}")
     report(f, args.runs, args.hostile)
 
 
