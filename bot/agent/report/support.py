@@ -10,6 +10,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+DETERMINISTIC = "deterministic"
+"""Settled without a model: by its numbers, or by a source passage that says the same thing."""
+JUDGE = "judge"
+"""Left to the fast model's judgement (unchecked while its verdict is `unknown`)."""
+
 
 class Verdict(StrEnum):
     SUPPORTED = "supported"
