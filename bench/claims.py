@@ -131,7 +131,7 @@ def _values(text: str) -> list[float]:
     digits (text2num), every run of digits with its separators dropped, and that value times
     a thousand, million or billion when such a word follows."""
     out = []
-    for match in _DIGITS.finditer(alpha2digit(text, "en")):
+    for match in _DIGITS.finditer(alpha2digit(text, "en", threshold=0)):
         value = float(match.group(1).replace(",", "")) if match.group(1).count(".") < 2 else 0.0
         out.append(value)
         if match.group(2):

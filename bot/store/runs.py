@@ -321,10 +321,23 @@ class Store(FollowUpQueries):
         sql = "SELECT sentence, sources, verdict, method, note FROM claims WHERE run_id = ? ORDER BY n"
         return [claim_row(row) for row in await self._db.read(sql, (clean_id(run_id),))]
 
-    async def claim_counts(self) -> dict[str, dict[Verdict, int]]:
-        """For every run with measured claims: how many got each verdict."""
-        sql = "SELECT run_id, verdict, COUNT(*) AS n FROM claims GROUP BY run_id, verdict"
-        counts: dict[str, dict[Verdict, int]] = {}
+    async def claim_counts(self) -> dict[str, dict[tuple[Verdict, str], int]]:
+        """For every run with measured claims: how many got each (verdict, method)."""
+        sql = (
+            "SELECT run_id, verdict, method, COUNT(*) AS n FROM claims "
+            "GROUP BY run_id, verdict, method"
+        )
+        counts: dict[str, dict[tuple[Verdict, str], int]] = {}
         for row in await self._db.read(sql, ()):
-            counts.setdefault(row["run_id"], {})[Verdict(row["verdict"])] = row["n"]
+            counts.setdefault(row["run_id"], {})[(Verdict(row["verdict"]), row["method"])] = row[
+                "n"
+            ]
         return counts
+
+    async def uncited_counts(self) -> dict[str, int]:
+        """For every run whose report marked statements that lost their citations: how many."""
+        sql = (
+            "SELECT run_id, json_extract(report_json, '$.support.unverified') AS n FROM reports "
+            "WHERE json_extract(report_json, '$.support.unverified') > 0"
+        )
+        return {row["run_id"]: int(row["n"]) for row in await self._db.read(sql, ())}

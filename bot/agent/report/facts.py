@@ -23,6 +23,7 @@ EXTRA_WORDS = 2
 _URL = re.compile(r"https?://\S+|<[^>\s]+>|\]\([^)]*\)")
 _CITATIONS = re.compile(r"\[\d+(?:\s*[-–,]\s*\d+)*\]")
 _MARKUP = re.compile(r"[*_`|#>]+")
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
 _SENTENCE_END = re.compile(
     r"(?<![A-Z])(?<!\b(?:Mr|Dr|St|Jr|vs|No|Co))(?<!\b(?:Mrs|Inc|Ltd|Fig))(?<!\bapprox)(?<!\be\.g)(?<!\bi\.e)"
     r"[.!?](?=\s+[\"“‘(\[]?[A-Z0-9])|\n+"
@@ -78,11 +79,12 @@ def _unread(passage: Passage, digits: str) -> bool:
 def clean(sentence: str) -> str:
     """The words of a sentence: citations, link targets, URLs and Markdown marks removed."""
     text = _URL.sub(" ", _CITATIONS.sub(" ", sentence))
-    return " ".join(_MARKUP.sub(" ", text).replace("[", " ").replace("]", " ").split())
+    words = " ".join(_MARKUP.sub(" ", text).replace("[", " ").replace("]", " ").split())
+    return _SPACE_BEFORE_STOP.sub(r"\1", words)
 
 
 def claim(sentence: str, language: str = "en") -> Claim:
-    text = prepare(clean(sentence), language)
+    text = prepare(clean(sentence), language, every=True)
     found = quantities.read(text, source=False)
     return Claim(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
 
@@ -90,13 +92,15 @@ def claim(sentence: str, language: str = "en") -> Claim:
 @lru_cache(maxsize=256)
 def source(text: str, language: str = "en") -> Source:
     """A cited source's passages and what it states (cached: a page is cited many times)."""
-    primary = prepare(text, language)
+    primary = prepare(text, language, every=True)
     sentences = [_passage(s) for s in _sentences(primary)]
     windows = sentences + [_joined(a, b) for a, b in pairwise(sentences)]
     stated = [q for p in sentences for q in p.quantities]
     for other in SPELLED_LANGUAGES:
-        if (variant := prepare(text, other, every=True)) != primary:
-            stated += quantities.read(variant, source=True)
+        if other != language and (variant := prepare(text, other, every=True)) != primary:
+            # Only the numbers another language's words made: its reading of English words
+            # (`miles` is Spanish for thousands) must not change the numbers written in digits.
+            stated += [q for q in quantities.read(variant, source=True) if q.text not in primary]
     for window in windows:
         stated += _derived(window.quantities)
     stated += [_share(q) for q in stated if any(r.unit in (PLAIN, PERCENT) for r in q.readings)]
@@ -154,7 +158,9 @@ def _passage(text: str) -> Passage:
 def _joined(a: Passage, b: Passage) -> Passage:
     shift = len(a.text) + 1
     moved = [Quantity(q.text, q.readings, q.start + shift, q.end + shift) for q in b.quantities]
-    words = [wording.Token(t.word, t.start + shift, t.end + shift, t.kind, t.name) for t in b.words]
+    words = [
+        wording.Token(t.word, t.start + shift, t.end + shift, t.kind, t.capital) for t in b.words
+    ]
     return Passage(f"{a.text} {b.text}", a.quantities + moved, a.words + words)
 
 

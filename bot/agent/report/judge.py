@@ -147,7 +147,8 @@ class ClaimChecker:
             tools=[_VERDICTS_TOOL],
             tool_choice={"type": "tool", "name": TOOL},
             max_tokens=min(4_000, 200 + 80 * len(batch)),
-            timeout_s=self._timeout_s,
+            # A little past the guard's deadline: running out of time is the guard's to say.
+            timeout_s=self._timeout_s + 1,
             model=self._fast_model,
         )
         return await self._model.complete(call)
@@ -208,14 +209,17 @@ def relevant(said: facts.Claim, source: facts.Source) -> str:
     the order the source has them, at most `PASSAGE_CHARS`."""
     wanted = {t.word for t in wording.content(said.words)}
     sentences = source.passages[: source.sentences]
+    if not sentences:
+        return ""
 
     def score(passage: facts.Passage) -> int:
         words = len(wanted & {t.word for t in wording.content(passage.words)})
         numbers = sum(any(could_be(q, p) for p in passage.quantities) for q in said.quantities)
         return words + 2 * numbers
 
-    best = sorted(range(len(sentences)), key=lambda i: -score(sentences[i]))[:PASSAGES]
-    return " … ".join(sentences[i].text for i in sorted(best))[:PASSAGE_CHARS]
+    scores = [score(passage) for passage in sentences]
+    best = sorted((i for i, s in enumerate(scores) if s), key=lambda i: -scores[i])[:PASSAGES]
+    return " … ".join(sentences[i].text for i in sorted(best or [0]))[:PASSAGE_CHARS]
 
 
 def _batches(prompts: list[Prompt]) -> list[list[Prompt]]:

@@ -56,7 +56,7 @@ SCALES: dict[str, tuple[float, ...]] = {
     "b": (1e9,),
     "bn": (1e9,),
     "bln": (1e9,),
-    "billion": (1e9, 1e12),
+    "billion": (1e9,),
     "billions": (1e9,),
     "mrd": (1e9,),
     "md": (1e9,),

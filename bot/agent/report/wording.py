@@ -80,8 +80,8 @@ class Token:
     end: int
     kind: str
     """`content`, `marker` or `function`."""
-    name: bool = False
-    """Written capitalised (and not the sentence's first word)."""
+    capital: bool = False
+    """Written capitalised: a name, or the first word of a sentence."""
 
 
 def tokens(text: str, skip: list[tuple[int, int]]) -> list[Token]:
@@ -99,7 +99,7 @@ def tokens(text: str, skip: list[tuple[int, int]]) -> list[Token]:
             kind = "marker" if norm in MARKERS or word.lower() in MARKERS else "content"
             if kind == "content" and word.lower() in FUNCTION_WORDS:
                 kind = "function"
-            out.append(Token(norm, start, end, kind, name=word[:1].isupper() and bool(out)))
+            out.append(Token(norm, start, end, kind, capital=word[:1].isupper()))
     return out
 
 
@@ -129,9 +129,9 @@ def denies(words: list[Token]) -> bool:
 
 
 def says_enough(claim: list[Token]) -> bool:
-    """A sentence with a word of its own beyond names (never names alone)."""
+    """A sentence with a word of its own beyond names (never names alone): one in lower case."""
     words = content(claim)
-    return len(words) >= 2 and any(not t.name for t in words)
+    return len(words) >= 2 and any(not t.capital for t in words)
 
 
 def matched_span(claim: list[Token], passage: list[Token], extra: int) -> tuple[int, int] | None:
