@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from itertools import combinations, pairwise
 
 from bot.agent.report import quantities, wording
@@ -52,8 +52,26 @@ class Source:
     passages: list[Passage]
     """Its sentences, then each pair of neighbouring sentences."""
     stated: list[Quantity] = field(default_factory=list)
-    """Every quantity the text states or its passages imply, in any language read."""
+    """Every quantity the text states or its passages imply, read in the claim's language."""
     sentences: int = 0
+    text: str = ""
+    language: str = "en"
+
+    @cached_property
+    def spelled_otherwise(self) -> list[Quantity]:
+        """The numbers its words make in the other languages read (`zwei Millionen` in a page
+        cited by an English report); read only when a claim's number is not found otherwise."""
+        primary = prepare(self.text, self.language, every=True)
+        found: list[Quantity] = []
+        for other in SPELLED_LANGUAGES:
+            if (
+                other != self.language
+                and (variant := prepare(self.text, other, every=True)) != primary
+            ):
+                # Only the numbers another language's words made: its reading of English words
+                # (`miles` is Spanish for thousands) must not change the numbers in digits.
+                found += [q for q in quantities.read(variant, source=True) if q.text not in primary]
+        return found
 
     def has_unread_digits(self, written: str) -> bool:
         """Every group of digits of `written` is in the text where no quantity was read (`21` in
@@ -96,16 +114,11 @@ def source(text: str, language: str = "en") -> Source:
     sentences = [_passage(s) for s in _sentences(primary)]
     windows = sentences + [_joined(a, b) for a, b in pairwise(sentences)]
     stated = [q for p in sentences for q in p.quantities]
-    for other in SPELLED_LANGUAGES:
-        if other != language and (variant := prepare(text, other, every=True)) != primary:
-            # Only the numbers another language's words made: its reading of English words
-            # (`miles` is Spanish for thousands) must not change the numbers written in digits.
-            stated += [q for q in quantities.read(variant, source=True) if q.text not in primary]
     for window in windows:
         stated += _derived(window.quantities)
     stated += [_share(q) for q in stated if any(r.unit in (PLAIN, PERCENT) for r in q.readings)]
     unique = {(q.readings, q.hedged): q for q in stated}
-    return Source(windows, list(unique.values()), len(sentences))
+    return Source(windows, list(unique.values()), len(sentences), text, language)
 
 
 def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
@@ -118,6 +131,7 @@ def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
         for q in sentence.quantities
         if not any(could_be(q, s) for src in sources for s in src.stated)
         and not (not q.hedged and any(src.has_unread_digits(q.text) for src in sources))
+        and not any(could_be(q, s) for src in sources for s in src.spelled_otherwise)
     ]
 
 

@@ -17,7 +17,16 @@ from dataclasses import dataclass
 
 from bot.agent.report import units as u
 from bot.agent.report.dates import read_dates
-from bot.agent.report.readings import ORDINAL, PERCENT, PLAIN, POINTS, RATIO, Quantity, Reading
+from bot.agent.report.readings import (
+    ORDINAL,
+    PERCENT,
+    PLAIN,
+    POINTS,
+    RATIO,
+    Quantity,
+    Reading,
+    written,
+)
 from bot.agent.report.units import Unit
 
 
@@ -68,7 +77,6 @@ _QUALIFIERS = [
 _TIME_WORDS = re.compile(
     r"(?i)(?:before|after|since|later than|earlier than|vor|avant|antes de|prima del)$"
 )
-_EPSILON = 1e-6
 
 
 @dataclass
@@ -139,7 +147,7 @@ def _quantity(text: str, match: re.Match[str], source: bool) -> Quantity | None:
     if (year := _YEAR_RANGE.search(before)) and len(digits) == 2 and int(digits) > int(year[2]):
         digits = year[1] + digits  # 2018–19
     readings = [
-        _reading(
+        written(
             sign * value, decimals, scale, unit, qualifier, source, grouped=not digits.isdigit()
         )
         for value, decimals in _values(digits)
@@ -169,8 +177,8 @@ def _range(text: str, first: re.Match[str], gap: int, before: str, source: bool)
     end = second.end(1) + words.end
     readings = []
     for scale, unit in words.options:
-        a = _reading(low[0][0], low[0][1], scale, unit, "exact", source, grouped=False)
-        b = _reading(high[0][0], high[0][1], scale, unit, "exact", source, grouped=False)
+        a = written(low[0][0], low[0][1], scale, unit, "exact", source, grouped=False)
+        b = written(high[0][0], high[0][1], scale, unit, "exact", source, grouped=False)
         readings.append(Reading(min(a.low, b.low), max(a.high, b.high), unit))
     return Quantity(text[first.start(1) : end].strip(), tuple(readings), first.start(1), end)
 
@@ -310,38 +318,3 @@ def _values(digits: str) -> tuple[tuple[float, int], ...]:
         if whole.isdigit() and (fraction.isdigit() or not fraction):
             out.append((float(f"{whole}.{fraction or 0}"), len(fraction)))
     return tuple(dict.fromkeys(out))
-
-
-def _reading(
-    value: float,
-    decimals: int,
-    scale: float,
-    unit: Unit,
-    qualifier: str,
-    source: bool,
-    *,
-    grouped: bool,
-) -> Reading:
-    v = value * scale
-    rounding = 0.0 if source and qualifier == "exact" else 0.5 * 10.0**-decimals * scale
-    year_like = (
-        unit is PLAIN and scale == 1.0 and decimals == 0 and not grouped and 1000 <= v <= 2100
-    )
-    near, far = (
-        (2.0, 10.0) if year_like else (max(rounding, 0.05 * abs(v)), max(rounding, 0.10 * abs(v)))
-    )
-    inf = float("inf")
-    match qualifier:
-        case "about":
-            return Reading(v - near, v + near, unit, far - near)
-        case "nearly":
-            return Reading(v - near, v + rounding, unit, far - near)
-        case "above":
-            return Reading(v + _EPSILON * max(1.0, abs(v)), inf, unit)
-        case "at_least":
-            return Reading(v, inf, unit)
-        case "below":
-            return Reading(-inf, v - _EPSILON * max(1.0, abs(v)), unit)
-        case "at_most":
-            return Reading(-inf, v, unit)
-    return Reading(v - rounding, v + rounding, unit)

@@ -113,3 +113,50 @@ def implies(stated: Quantity, claim: Quantity) -> bool:
             if low - _tolerance(low) <= other_low and other_high <= high + _tolerance(high):
                 return True
     return False
+
+
+_EPSILON = 1e-6
+
+
+def written(
+    value: float,
+    decimals: int,
+    scale: float,
+    unit: Unit,
+    qualifier: str,
+    source: bool,
+    *,
+    grouped: bool,
+) -> Reading:
+    """A number as written, with its qualifier (`exact`, `about`, `nearly`, `above`,
+    `at_least`, `below`, `at_most`), as an interval. A claim's exact number stands for what
+    rounds to it; a source's for itself. An approximation allows 5% (10% before it counts as
+    different, the grey zone between is the judge's); a year, two years (ten)."""
+    v = value * scale
+    rounding = 0.0 if source and qualifier == "exact" else 0.5 * 10.0**-decimals * scale
+    year_like = (
+        unit is PLAIN and scale == 1.0 and decimals == 0 and not grouped and 1000 <= v <= 2100
+    )
+    if not source and not year_like and decimals == 0 and value >= 1000:
+        # A round figure (`36,000`, `1,200`) stands for what rounds to it, up to 5%.
+        zeros = len(str(int(value))) - len(str(int(value)).rstrip("0"))
+        if zeros >= 2:
+            rounding = max(rounding, min(0.5 * 10.0**zeros, 0.05 * value) * scale)
+    near, far = (
+        (2.0, 10.0) if year_like else (max(rounding, 0.05 * abs(v)), max(rounding, 0.10 * abs(v)))
+    )
+    inf = float("inf")
+    match qualifier:
+        case "about":
+            return Reading(v - near, v + near, unit, far - near)
+        case "nearly":
+            return Reading(v - near, v + rounding, unit, far - near)
+        case "above":
+            return Reading(v + _EPSILON * max(1.0, abs(v)), inf, unit)
+        case "at_least":
+            return Reading(v, inf, unit)
+        case "below":
+            return Reading(-inf, v - _EPSILON * max(1.0, abs(v)), unit)
+        case "at_most":
+            return Reading(-inf, v, unit)
+    return Reading(v - rounding, v + rounding, unit)
