@@ -244,8 +244,8 @@ class ScriptedModel:
         if name == "submit_report":
             return script.final_s, [(name, final_report())], None
         if name == "record_verdicts":
-            listed = body["messages"][0]["content"].rsplit("\nClaims (", 1)[-1]
-            ids = re.findall(r"^(\d+)\. ", listed, re.MULTILINE)
+            listed = body["messages"][0]["content"]
+            ids = re.findall(r"^Claim (\d+): ", listed, re.MULTILINE)
             verdicts = [{"id": int(i), "verdict": "supported"} for i in ids]
             return script.judge_s, [(name, {"claims": verdicts})], None
         if name is None and any(t["name"] == FINISH for t in body["tools"]):

@@ -2,7 +2,8 @@
 
 This package holds the quick loop (`loop.Researcher`) and what every engine shares: events,
 control, state, the model and tool steps, prompts, the write-up, compression, the trajectory,
-the asker's language and the fence for untrusted text. Its wings:
+the asker's language, the frame words of a report in each language, and the fence for
+untrusted text. Its wings:
 
 - `deep/`: deep research (seed 004): planner, researchers, supervisor, final writer, page cache;
 - `followup/`: a question about a finished run, answered from its evidence;

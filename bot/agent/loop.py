@@ -26,8 +26,8 @@ from bot.agent.events import (
 )
 from bot.agent.models.port import ModelPort
 from bot.agent.prompts import system_prompt, task
-from bot.agent.report.claims import ClaimChecker
 from bot.agent.report.finish_guard import FinishGuard
+from bot.agent.report.judge import ClaimChecker
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.web.registry import Toolbox
@@ -57,7 +57,9 @@ class Researcher:
         self._guard = FinishGuard(
             model, fast_model=fast, max_turns=limits.max_turns, timeout_s=timeout_s
         )
-        claims = ClaimChecker(model, fast_model=fast, timeout_s=timeout_s)
+        claims = ClaimChecker(
+            model, fast_model=fast, timeout_s=timeout_s, max_cost_usd=limits.max_cost_usd
+        )
         self._writeup = WriteUp(model, limits=limits, tools=self._tools, claims=claims)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:

@@ -23,7 +23,7 @@ from bot.agent.events import (
 from bot.agent.fence import fence_each
 from bot.agent.models.port import ModelCall, ModelPort
 from bot.agent.prompts import evidence_prompt, synthesis_instruction
-from bot.agent.report.claims import ClaimChecker
+from bot.agent.report.judge import ClaimChecker
 from bot.agent.report.model import Report, evidence_report, parse_report
 from bot.agent.state import RunState, Stop, guarded
 from bot.errors import ModelError

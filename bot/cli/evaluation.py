@@ -2,7 +2,7 @@
 same figures over the whole history. Reads only.
 
 A run stored before claims were measured is measured here from its stored events, with the
-deterministic check alone (no model is called): what it cannot settle counts as unverified.
+deterministic check alone (no model is called): what it cannot settle is left unchecked.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pydantic import BaseModel
 
 from bot.agent.report.claims import in_report_order, measure_deterministic
 from bot.agent.report.model import Report
-from bot.agent.report.support import Claim, Support, Verdict
+from bot.agent.report.support import DETERMINISTIC, JUDGE, Claim, Support, Verdict
 from bot.agent.state import RunState
 from bot.domain import Request, RunRecord, strip_controls
 from bot.errors import NotFoundError
@@ -24,8 +24,13 @@ class Figures(BaseModel):
     claims: int = 0
     supported: int = 0
     unsupported: int = 0
-    unverified: int = 0
-    """Cited claims neither check could settle."""
+    unchecked: int = 0
+    """Cited claims nothing could check (no source text; the judge failed, timed out, was
+    skipped or over budget): never counted as supported."""
+    judged: int = 0
+    """Claims the fast model checked."""
+    settled: int = 0
+    """Claims settled without a model: by their numbers, or a source passage saying the same."""
     uncited: int = 0
     """Statements marked [unverified]: their only citations were never retrieved."""
 
@@ -33,11 +38,15 @@ class Figures(BaseModel):
     def supported_share(self) -> float | None:
         return self.supported / self.claims if self.claims else None
 
-    def add(self, counts: dict[Verdict, int]) -> None:
-        self.supported += counts.get(Verdict.SUPPORTED, 0)
-        self.unsupported += counts.get(Verdict.UNSUPPORTED, 0)
-        self.unverified += counts.get(Verdict.UNKNOWN, 0)
-        self.claims += sum(counts.values())
+    def add(self, counts: dict[tuple[Verdict, str], int]) -> None:
+        for (verdict, method), n in counts.items():
+            self.claims += n
+            self.supported += n if verdict is Verdict.SUPPORTED else 0
+            self.unsupported += n if verdict is Verdict.UNSUPPORTED else 0
+            self.unchecked += n if verdict is Verdict.UNKNOWN else 0
+            checked = verdict is not Verdict.UNKNOWN
+            self.judged += n if checked and method == JUDGE else 0
+            self.settled += n if checked and method == DETERMINISTIC else 0
 
 
 class CitedSource(BaseModel):
@@ -60,6 +69,8 @@ class RunEval(BaseModel):
     figures: Figures
     supported_share: float | None
     unsupported: list[Unsupported]
+    unchecked: list[Unsupported]
+    """Claims left unchecked, with why (their note)."""
 
 
 class HistoryEval(BaseModel):
@@ -78,7 +89,10 @@ def support_figures(report: Report) -> dict[str, float | int | None] | None:
 
 def figures_of(support: Support) -> Figures:
     figures = Figures(uncited=support.unverified)
-    figures.add({v: support.count(v) for v in Verdict})
+    counts: dict[tuple[Verdict, str], int] = {}
+    for claim in support.claims:
+        counts[(claim.verdict, claim.method)] = counts.get((claim.verdict, claim.method), 0) + 1
+    figures.add(counts)
     return figures
 
 
@@ -103,8 +117,9 @@ async def evaluate_run(store: Store, run_id: str) -> RunEval:
         figures=figures,
         supported_share=figures.supported_share,
         unsupported=[
-            _unsupported(claim, report) for claim in claims if claim.verdict is Verdict.UNSUPPORTED
+            _listed(claim, report) for claim in claims if claim.verdict is Verdict.UNSUPPORTED
         ],
+        unchecked=[_listed(claim, report) for claim in claims if claim.verdict is Verdict.UNKNOWN],
     )
 
 
@@ -114,11 +129,11 @@ async def _measure_now(store: Store, record: RunRecord, report: Report) -> list[
     run = RunState.from_history(request, history, lambda _: None, time.monotonic(), record.run_id)
     settled, open_ = measure_deterministic(run, report)
     for claim in open_:
-        claim.note = "not judged (measured after the run, without a model)"
+        claim.note = "unchecked: measured after the run, without a model"
     return in_report_order(report, settled + open_)
 
 
-def _unsupported(claim: Claim, report: Report) -> Unsupported:
+def _listed(claim: Claim, report: Report) -> Unsupported:
     cited = [
         CitedSource(n=n, title=strip_controls(s.title), url=s.url)
         for n in claim.sources
@@ -129,7 +144,7 @@ def _unsupported(claim: Claim, report: Report) -> Unsupported:
 
 async def evaluate_history(store: Store) -> HistoryEval:
     counts = await store.claim_counts()
-    figures = Figures()
+    figures = Figures(uncited=sum((await store.uncited_counts()).values()))
     for per_run in counts.values():
         figures.add(per_run)
     return HistoryEval(
@@ -140,23 +155,30 @@ async def evaluate_history(store: Store) -> HistoryEval:
 def figures_line(figures: Figures) -> str:
     share = figures.supported_share
     line = (
-        f"{figures.claims} cited claims · {figures.supported} supported by their source · "
-        f"{figures.unsupported} not · {figures.unverified} unverified"
+        f"{figures.claims} cited claims: {figures.supported} supported by their sources, "
+        f"{figures.unsupported} not supported, {figures.unchecked} left unchecked"
+        + (f" ({share:.0%} supported)" if share is not None else "")
+        + f" · {figures.judged} checked by the model, {figures.settled} settled by their "
+        "numbers or a matching passage"
     )
     if figures.uncited:
-        line += f" · {figures.uncited} marked [unverified]"
-    return line + (f" ({share:.0%} supported)" if share is not None else "")
+        line += f" · {figures.uncited} statements marked [unverified]: their sources were never retrieved"
+    return line
 
 
 def render_run(result: RunEval) -> str:
     lines = [f"Run {result.run_id} · {result.topic}", figures_line(result.figures)]
     if result.measured == "deterministic":
         lines.append("(measured now from the stored sources, deterministic check only)")
-    if result.unsupported:
-        lines += ["", "Not supported by their sources:"]
-    for item in result.unsupported:
-        lines.append(f"- {item.sentence}" + (f" ({item.note})" if item.note else ""))
-        lines += [f"    [{s.n}] {s.title or s.url} <{s.url}>" for s in item.sources]
+    for heading, items in (
+        ("Not supported by their sources:", result.unsupported),
+        ("Left unchecked (they may or may not be supported):", result.unchecked),
+    ):
+        if items:
+            lines += ["", heading]
+        for item in items:
+            lines.append(f"- {item.sentence}" + (f" ({item.note})" if item.note else ""))
+            lines += [f"    [{s.n}] {s.title or s.url} <{s.url}>" for s in item.sources]
     return "\n".join(lines)
 
 

@@ -15,8 +15,8 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
 from bot.agent.language import frame
-from bot.agent.report.model import Report, format_cost
-from bot.agent.report.support import support_line
+from bot.agent.report.footer import run_line, support_line
+from bot.agent.report.model import Report
 from bot.agent.urls import is_web
 from bot.domain import RunRecord
 
@@ -79,19 +79,8 @@ def document(report: Report, run: RunRecord) -> Document:
     kind = words.contracts if report.mode == "contracts" else words.company
     notes = []
     if report.support:
-        notes.append(support_line(report.support, words.support, words.uncited))
-    notes.append(
-        words.footer.format(
-            run_id=run.run_id,
-            turns=run.turns,
-            ending=ending(run),
-            input=f"{run.input_tokens:,}",
-            output=f"{run.output_tokens:,}",
-            cache_read=f"{run.cache_read_tokens:,}",
-            cache_write=f"{run.cache_write_tokens:,}",
-            cost=format_cost(run.cost_usd, 4),
-        )
-    )
+        notes.append(support_line(report.support, report.language))
+    notes.append(run_line(run, ending(run), report.language))
     return Document(
         title=report.title,
         byline=f"{kind} · {report.created_at:%Y-%m-%d}",

@@ -4,6 +4,7 @@ counts for the cost controls, usage, a run's trajectory and its claims. A part o
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from sqlalchemy import Connection, case, func, select
@@ -25,7 +26,7 @@ from bot.store.rows import (
     scope,
     statuses,
 )
-from bot.store.schema import CLAIMS, EVENTS, RUNS
+from bot.store.schema import CLAIMS, EVENTS, REPORTS, RUNS
 from bot.store.usage import UsageRow
 
 
@@ -151,16 +152,31 @@ class HistoryQueries:
         query = select(CLAIMS).where(CLAIMS.c.run_id == clean_id(run_id)).order_by(CLAIMS.c.n)
         return await self._db.read(lambda conn: [claim_row(row) for row in conn.execute(query)])
 
-    async def claim_counts(self) -> dict[str, dict[Verdict, int]]:
-        """For every run with measured claims: how many got each verdict."""
-        query = select(CLAIMS.c.run_id, CLAIMS.c.verdict, func.count().label("n")).group_by(
-            CLAIMS.c.run_id, CLAIMS.c.verdict
-        )
+    async def claim_counts(self) -> dict[str, dict[tuple[Verdict, str], int]]:
+        """For every run with measured claims: how many got each (verdict, method)."""
+        query = select(
+            CLAIMS.c.run_id, CLAIMS.c.verdict, CLAIMS.c.method, func.count().label("n")
+        ).group_by(CLAIMS.c.run_id, CLAIMS.c.verdict, CLAIMS.c.method)
 
-        def work(conn: Connection) -> dict[str, dict[Verdict, int]]:
-            counts: dict[str, dict[Verdict, int]] = {}
+        def work(conn: Connection) -> dict[str, dict[tuple[Verdict, str], int]]:
+            counts: dict[str, dict[tuple[Verdict, str], int]] = {}
             for row in conn.execute(query):
-                counts.setdefault(row.run_id, {})[Verdict(row.verdict)] = row.n
+                counts.setdefault(row.run_id, {})[(Verdict(row.verdict), row.method)] = row.n
             return counts
+
+        return await self._db.read(work)
+
+    async def uncited_counts(self) -> dict[str, int]:
+        """For every run whose report marked statements that lost their citations: how many.
+        (Read from each report's JSON here, the same way on both engines.)"""
+        query = select(REPORTS.c.run_id, REPORTS.c.report_json)
+
+        def work(conn: Connection) -> dict[str, int]:
+            found = {}
+            for row in conn.execute(query):
+                support = json.loads(row.report_json).get("support") or {}
+                if (unverified := int(support.get("unverified") or 0)) > 0:
+                    found[row.run_id] = unverified
+            return found
 
         return await self._db.read(work)

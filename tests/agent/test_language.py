@@ -158,22 +158,58 @@ def test_a_german_report_has_a_german_frame() -> None:
     ]
     assert "## Quellen\n\n1. [Acme](https://acme.example/) (nur Suchergebnis)" in markdown
     assert "## TL;DR" not in markdown and "## Sources" not in markdown
-    assert "Lauf `abc123` · 3 Runden · Ende: completed · Tokens ein 1,200" in markdown
+    assert "Lauf `abc123` · 3 Runden · Ende: completed · Tokens ein 1.200" in markdown
 
 
 def test_the_claim_support_footer_speaks_the_report_language() -> None:
-    claim = Claim(sentence="Baut Roboter [1].", sources=[1], verdict=Verdict.SUPPORTED, method="x")
-    support = Support(claims=[claim], unverified=1)
+    claims = [
+        Claim(sentence="Baut Roboter [1].", sources=[1], verdict=Verdict.SUPPORTED, method="judge"),
+        Claim(sentence="Hat 40 Kunden [1].", sources=[1], verdict=Verdict.UNKNOWN, method="judge"),
+    ]
+    support = Support(claims=claims, unverified=1)
     report = Report(title="Acme", tldr="Baut Roboter [1].", language="de", support=support)
 
     markdown = render_markdown(report, _run(), "completed")
 
     assert (
-        "1 belegte Aussagen · 1 von ihrer Quelle gestützt · 0 nicht · 0 ungeprüft · "
-        "1 als [unverified] markiert (ihre Quellen wurden nie abgerufen)"
+        "2 belegte Aussagen: 1 von ihren Quellen gestützt, 0 nicht gestützt, 1 ungeprüft · "
+        "1 vom Modell geprüft, 0 durch ihre Zahlen oder eine gleichlautende Stelle entschieden · "
+        "1 Aussagen als [unbelegt] markiert: ihre Quellen wurden nie abgerufen"
     ) in markdown
     english = render_markdown(report.model_copy(update={"language": "en"}), _run(), "completed")
-    assert "1 cited claims · 1 supported by their source · 0 not · 0 unverified" in english
+    assert (
+        "2 cited claims: 1 supported by their sources, 0 not supported, 1 left unchecked · "
+        "1 checked by the model, 0 settled by their numbers or a matching passage · "
+        "1 statements marked [unverified]: their sources were never retrieved"
+    ) in english
+
+
+@pytest.mark.parametrize("language", sorted(FRAMES))
+def test_every_footer_word_and_number_is_in_the_report_language(language: str) -> None:
+    """Each frame has its own words for each count (no English left over) and the run's
+    figures are written the language's way."""
+    words = FRAMES[language]
+    counts = ("{claims}", "{supported}", "{unsupported}", "{unchecked}", "{judged}", "{settled}")
+    assert all(name in words.support for name in counts)
+    assert "{uncited}" in words.uncited and "{mark}" in words.uncited
+    if language != "en":
+        english = FRAMES["en"]
+        assert words.unverified_mark != english.unverified_mark
+        assert words.cost_unknown != english.cost_unknown
+    run = _run().model_copy(update={"input_tokens": 1_234_567, "cost_usd": None})
+    markdown = render_markdown(Report(title="A", tldr="B", language=language), run, "completed")
+    expected = {"en": "1,234,567", "de": "1.234.567", "ja": "1,234,567"}.get(language)
+    if expected is not None:
+        assert expected in markdown
+    assert "1234567" not in markdown and words.cost_unknown in markdown
+
+
+def test_a_statement_that_lost_its_citations_is_marked_in_the_report_language() -> None:
+    registry = SourceRegistry()
+    registry.add(Source(url="https://acme.example/"))
+    text = "# Acme\n\n## Kurzfassung\nAcme baut Roboter [https://made-up.example/x]."
+    report = parse_report(text, registry, topic="Acme", mode="company", language="de")
+    assert "[unbelegt]" in report.tldr and "[unverified]" not in report.tldr
 
 
 def test_a_report_from_the_sources_alone_speaks_the_language_too() -> None:

@@ -51,7 +51,7 @@ from bot.agent.events import (
 )
 from bot.agent.loop import STARTED_AGAIN, drain
 from bot.agent.models.port import ModelPort
-from bot.agent.report.claims import ClaimChecker
+from bot.agent.report.judge import ClaimChecker
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.structured import ask_for
@@ -77,7 +77,12 @@ class DeepResearch:
         self._compressor = compressor
         self._limits = limits
         self._deep = deep
-        claims = ClaimChecker(model, fast_model=compressor.model, timeout_s=limits.model_timeout_s)
+        claims = ClaimChecker(
+            model,
+            fast_model=compressor.model,
+            timeout_s=limits.model_timeout_s,
+            max_cost_usd=limits.max_cost_usd,
+        )
         writeup = WriteUp(model, limits=limits, tools=[], claims=claims)
         self._writer = FinalWriter(model, compressor, limits, writeup)
         self._tools = toolbox.schemas()

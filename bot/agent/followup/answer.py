@@ -22,7 +22,8 @@ def answer_report(
 ) -> Report:
     """The answer as a Report: the checked text in `tldr`, the run's whole numbered list (new
     sources appended) in `sources`, so every `[n]` keeps the number the thread knows."""
-    checked = check(text, registry.number, len(registry.sources), renumber=False)
+    mark = frame(language).unverified_mark
+    checked = check(text, registry.number, len(registry.sources), renumber=False, mark=mark)
     parts = [checked.title and f"**{checked.title}**"]
     parts += [f"**{heading}**\n\n{body}" if heading else body for heading, body in checked.sections]
     return Report(

@@ -57,17 +57,23 @@ class Checked:
 
 
 def check(
-    text: str, lookup: Callable[[str], int | None], count: int, *, renumber: bool = True
+    text: str,
+    lookup: Callable[[str], int | None],
+    count: int,
+    *,
+    renumber: bool = True,
+    mark: str = UNVERIFIED,
 ) -> Checked:
     """`lookup`: the run's number for a URL it retrieved, else None; `count`: how many it has.
-    `renumber` False keeps the run's numbers (a follow-up cites its run's list as it stands)."""
+    `renumber` False keeps the run's numbers (a follow-up cites its run's list as it stands).
+    `mark`: what marks a statement that lost every citation (in the report's language)."""
     tokens = html_blocks_as_text(parse(text))
     parts = _split(tokens)
     title = _take_title(parts)
     # The model's own bibliography: a trailing section shaped like one (never the first section).
     while len(parts) > 1 and is_sources_section(parts[-1]):
         parts.pop()
-    checker = _Checker(lookup, count, renumber=renumber)
+    checker = _Checker(lookup, count, renumber=renumber, mark=mark)
     checked_title = render_inline(checker.inline(title)) if title is not None else None
     sections = []
     for part in (p for p in parts if p.heading is not None or p.body):
@@ -165,8 +171,14 @@ class _Checker:
     """Renumbers citations in document order and counts the statements that lost theirs."""
 
     def __init__(
-        self, lookup: Callable[[str], int | None], count: int, *, renumber: bool = True
+        self,
+        lookup: Callable[[str], int | None],
+        count: int,
+        *,
+        renumber: bool = True,
+        mark: str = UNVERIFIED,
     ) -> None:
+        self._mark = mark
         self._lookup = lookup
         self._count = count
         self._renumbers = renumber
@@ -249,7 +261,7 @@ class _Checker:
 
     def _sentences(self, children: list[Token]) -> list[Token]:
         """Markers become renumbered citations; a statement with lost citations and none kept
-        gets `[unverified]` before its full stop (or at the end of its cell, item or line)."""
+        gets the mark (`[unverified]`) before its full stop (or at the end of its cell, item or line)."""
         out: list[Token] = []
         kept = lost = 0
         for child in children:
@@ -265,14 +277,14 @@ class _Checker:
             for end in _END.finditer(child.content):
                 before = child.content[position : end.start()]
                 if lost and not kept:
-                    before = f"{before.rstrip()} {UNVERIFIED}"
+                    before = f"{before.rstrip()} {self._mark}"
                     self.unverified += 1
                 out.append(text_token(before + end.group()))
                 kept = lost = 0
                 position = end.end()
             out.append(text_token(child.content[position:]))
         if lost and not kept:
-            out.append(text_token(f" {UNVERIFIED}"))
+            out.append(text_token(f" {self._mark}"))
             self.unverified += 1
         return _joined(out)
 

@@ -1,123 +1,218 @@
-"""The checkable facts of a sentence (numbers, amounts, dates, names) and whether a text states them.
+"""The checkable facts of a sentence and of a cited source, and what the one says of the other.
 
-A deterministic first pass before any model is asked: `1,200` and `1200`, `$5M` and `5 million`
-are the same number; a rounded figure matches the precise one it rounds; a name matches as a
-whole word in any case.
+A sentence's facts are its quantities (numbers, amounts, dates, read as people write them: see
+`quantities`) and its words (see `wording`). A source is read once into passages (sentences and
+pairs of them), each with its quantities and words, plus every quantity it states in any of the
+languages spelled numbers are read in, and the differences, ratios and changes a passage's own
+numbers imply (`from 7.5% to 5.5%` says `2 percentage points`; `1939 … 1945` says `six years`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from itertools import combinations, pairwise
 
-_SCALES = {
-    "k": 1e3,
-    "thousand": 1e3,
-    "m": 1e6,
-    "mn": 1e6,
-    "million": 1e6,
-    "millions": 1e6,
-    "b": 1e9,
-    "bn": 1e9,
-    "billion": 1e9,
-    "billions": 1e9,
-    "t": 1e12,
-    "tn": 1e12,
-    "trillion": 1e12,
-}
-_NUMBER = re.compile(
-    r"(?<![\w.,])(\d(?:[\d,.'\u00a0\u202f]*\d)?)"
-    r"(?:\s?(" + "|".join(sorted(_SCALES, key=len, reverse=True)) + r")\b|(?!\w))",
-    re.IGNORECASE,
-)
-_GROUPED = re.compile(r"\d{1,3}(?:[,.]\d{3})+")
-_WORD = re.compile(r"[^\W\d_][\w'’&-]*")
+from bot.agent.report import quantities, wording
+from bot.agent.report.readings import PERCENT, PLAIN, Quantity, Reading, could_be, implies, point
+from bot.agent.report.spelled import SPELLED_LANGUAGES, prepare
+
+EXTRA_WORDS = 2
+"""Other content words a passage may have among the sentence's and still say the same thing."""
 _URL = re.compile(r"https?://\S+|<[^>\s]+>|\]\([^)]*\)")
 _CITATIONS = re.compile(r"\[\d+(?:\s*[-–,]\s*\d+)*\]")
 _MARKUP = re.compile(r"[*_`|#>]+")
+_SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])(?=\s|$)")
+_SENTENCE_END = re.compile(
+    r"(?<![A-Z])(?<!\b(?:Mr|Dr|St|Jr|vs|No|Co))(?<!\b(?:Mrs|Inc|Ltd|Fig))(?<!\bapprox)(?<!\be\.g)(?<!\bi\.e)"
+    r"[.!?](?=\s+[\"“‘(\[]?[A-Z0-9])|\n+"
+)
+_NOT_DIGIT = re.compile(r"\D")
+_DERIVED_AT_MOST = 12
+"""A passage with more numbers than this derives nothing (pairs would match anything)."""
 
 
-@dataclass(frozen=True)
-class Number:
+@dataclass
+class Passage:
     text: str
-    readings: tuple[tuple[float, int], ...]
-    """Every reading of the digits as (value, decimals): `1,200` is 1200 or (in German) 1.2."""
-    scale: float
-    """`M`, `million`: 1e6; 1 when none was recognised (`5 Mio.` is read as 5)."""
-    scaled: bool
+    quantities: list[Quantity]
+    words: list[wording.Token]
+
+
+@dataclass
+class Claim:
+    text: str
+    quantities: list[Quantity]
+    words: list[wording.Token]
+
+
+@dataclass
+class Source:
+    passages: list[Passage]
+    """Its sentences, then each pair of neighbouring sentences."""
+    stated: list[Quantity] = field(default_factory=list)
+    """Every quantity the text states or its passages imply, read in the claim's language."""
+    sentences: int = 0
+    text: str = ""
+    language: str = "en"
+
+    @cached_property
+    def spelled_otherwise(self) -> list[Quantity]:
+        """The numbers its words make in the other languages read (`zwei Millionen` in a page
+        cited by an English report); read only when a claim's number is not found otherwise."""
+        primary = prepare(self.text, self.language, every=True)
+        found: list[Quantity] = []
+        for other in SPELLED_LANGUAGES:
+            if (
+                other != self.language
+                and (variant := prepare(self.text, other, every=True)) != primary
+            ):
+                # Only the numbers another language's words made: its reading of English words
+                # (`miles` is Spanish for thousands) must not change the numbers in digits.
+                found += [q for q in quantities.read(variant, source=True) if q.text not in primary]
+        return found
+
+    def has_unread_digits(self, written: str) -> bool:
+        """Every group of digits of `written` is in the text where no quantity was read (`21` in
+        `FGF21`, a number in mangled text): read there another way, so maybe stated."""
+        groups = re.findall(r"\d+(?:[.,'\u00a0\u202f]\d+)*", written)
+        return bool(groups) and all(
+            any(
+                _unread(p, form)
+                for p in self.passages[: self.sentences]
+                for form in (g, _NOT_DIGIT.sub("", g))
+            )
+            for g in groups
+        )
+
+
+def _unread(passage: Passage, digits: str) -> bool:
+    for match in re.finditer(rf"(?<!\d){re.escape(digits)}(?!\d)", passage.text):
+        if not any(q.start <= match.start() < q.end for q in passage.quantities):
+            return True
+    return False
 
 
 def clean(sentence: str) -> str:
     """The words of a sentence: citations, link targets, URLs and Markdown marks removed."""
     text = _URL.sub(" ", _CITATIONS.sub(" ", sentence))
-    return " ".join(_MARKUP.sub(" ", text).replace("[", " ").replace("]", " ").split())
+    words = " ".join(_MARKUP.sub(" ", text).replace("[", " ").replace("]", " ").split())
+    return _SPACE_BEFORE_STOP.sub(r"\1", words)
 
 
-def numbers(text: str) -> list[Number]:
-    found = []
-    for match in _NUMBER.finditer(text):
-        digits, word = match.group(1), match.group(2)
-        readings = _readings(digits)
-        if readings:
-            scale = _SCALES[word.lower()] if word else 1.0
-            found.append(Number(match.group(0).strip(), readings, scale, word is not None))
-    return found
+def claim(sentence: str, language: str = "en") -> Claim:
+    text = prepare(clean(sentence), language, every=True)
+    found = quantities.read(text, source=False)
+    return Claim(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
 
 
-def _readings(digits: str) -> tuple[tuple[float, int], ...]:
-    plain = digits.replace("\u00a0", ",").replace("\u202f", ",").replace("'", ",")
-    out: list[tuple[float, int]] = []
-    if _GROUPED.fullmatch(plain):
-        out.append((float(re.sub(r"\D", "", plain)), 0))
-    for point, other in ((".", ","), (",", ".")):
-        whole, _, fraction = plain.rpartition(point) if point in plain else (plain, "", "")
-        if (
-            point in whole
-            or other in fraction
-            or (other in whole and not _GROUPED.fullmatch(whole))
-        ):
+@lru_cache(maxsize=256)
+def source(text: str, language: str = "en") -> Source:
+    """A cited source's passages and what it states (cached: a page is cited many times)."""
+    primary = prepare(text, language, every=True)
+    sentences = [_passage(s) for s in _sentences(primary)]
+    windows = sentences + [_joined(a, b) for a, b in pairwise(sentences)]
+    stated = [q for p in sentences for q in p.quantities]
+    for window in windows:
+        stated += _derived(window.quantities)
+    stated += [_share(q) for q in stated if any(r.unit in (PLAIN, PERCENT) for r in q.readings)]
+    unique = {(q.readings, q.hedged): q for q in stated}
+    return Source(windows, list(unique.values()), len(sentences), text, language)
+
+
+def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
+    """The sentence's quantities that no cited source states or implies, read correctly: not
+    those of a denial, nor an exact number whose digits a source has (read otherwise there)."""
+    if wording.denies(sentence.words):
+        return []
+    return [
+        q
+        for q in sentence.quantities
+        if not any(could_be(q, s) for src in sources for s in src.stated)
+        and not (not q.hedged and any(src.has_unread_digits(q.text) for src in sources))
+        and not any(could_be(q, s) for src in sources for s in src.spelled_otherwise)
+    ]
+
+
+def supporting(sentence: Claim, sources: list[Source]) -> Passage | None:
+    """A cited passage that says what the sentence says, word for word in all that matters:
+    its content words in order (see `wording`), the same negations, quantifiers and hedges,
+    every quantity of the sentence stated, and no other quantity among the matched words."""
+    if not wording.says_enough(sentence.words):
+        return None
+    wanted = wording.markers(sentence.words)
+    for src in sources:
+        for passage in src.passages:
+            span = wording.matched_span(sentence.words, passage.words, EXTRA_WORDS)
+            if span is None or wording.markers(passage.words) != wanted:
+                continue
+            if not all(any(implies(p, q) for p in passage.quantities) for q in sentence.quantities):
+                continue
+            inside = [p for p in passage.quantities if span[0] <= p.start < span[1]]
+            if all(any(could_be(q, p) for q in sentence.quantities) for p in inside):
+                return passage
+    return None
+
+
+def _sentences(text: str) -> list[str]:
+    out, start = [], 0
+    for match in _SENTENCE_END.finditer(text):
+        out.append(text[start : match.end()].strip())
+        start = match.end()
+    out.append(text[start:].strip())
+    return [s for s in out if s]
+
+
+def _passage(text: str) -> Passage:
+    found = quantities.read(text, source=True)
+    return Passage(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
+
+
+def _joined(a: Passage, b: Passage) -> Passage:
+    shift = len(a.text) + 1
+    moved = [Quantity(q.text, q.readings, q.start + shift, q.end + shift) for q in b.quantities]
+    words = [
+        wording.Token(t.word, t.start + shift, t.end + shift, t.kind, t.capital) for t in b.words
+    ]
+    return Passage(f"{a.text} {b.text}", a.quantities + moved, a.words + words)
+
+
+def _share(q: Quantity) -> Quantity:
+    """A share written the other way: `0.5` as `50%`, `50%` as `0.5`."""
+    readings = [
+        Reading(r.low * 100, r.high * 100, PERCENT)
+        if r.unit is PLAIN
+        else Reading(r.low / 100, r.high / 100)
+        for r in q.readings
+        if (r.unit is PLAIN and 0 < r.low <= r.high <= 1)
+        or (r.unit is PERCENT and 0 < r.low <= r.high <= 100)
+    ]
+    return Quantity(q.text, tuple(readings), q.start, q.end, q.hedged)
+
+
+def _derived(found: list[Quantity]) -> list[Quantity]:
+    """What a passage's numbers imply between two of the same kind: their difference (`from
+    7.5% to 5.5%`: 2 points; 1939 and 1945: six years), and for amounts that are not years
+    their ratio and percent change (`from 40,000 to 50,000`: 25%)."""
+    values = [
+        (r.low, r.unit)
+        for q in found
+        for r in q.readings
+        if r.low == r.high and r.unit.dimension not in ("date", "monthday", "month")
+    ]
+    if len(values) > _DERIVED_AT_MOST or len(values) < 2:
+        return []
+    out: list[Quantity] = []
+    for (a, unit_a), (b, unit_b) in combinations(values, 2):
+        if unit_a != unit_b:
             continue
-        whole = whole.replace(other, "")
-        if whole.isdigit() and (fraction.isdigit() or not fraction):
-            out.append((float(f"{whole}.{fraction or 0}"), len(fraction)))
-    return tuple(dict.fromkeys(out))
+        derived = [abs(a - b)]
+        if a and b and not (_year(a) or _year(b)):
+            derived += [b / a, a / b, (b - a) / a * 100, (a - b) / b * 100]
+        out.append(Quantity("derived", tuple(point(v) for v in derived)))
+    return out
 
 
-def number_found(number: Number, stated: list[Number]) -> bool:
-    """A number of a sentence is among the numbers of a text, as written or rounded from it."""
-    return any(_same(number, other) for other in stated)
-
-
-def _same(mine: Number, theirs: Number) -> bool:
-    for value, decimals in mine.readings:
-        tolerance = 10.0**-decimals / 2
-        for other, _ in theirs.readings:
-            if _close(value * mine.scale, other * theirs.scale, tolerance * mine.scale):
-                return True
-            # A scale only one side names (`5 Mio.` is not one we know): compare the digits.
-            if not (mine.scaled and theirs.scaled) and _close(value, other, tolerance):
-                return True
-    return False
-
-
-def _close(a: float, b: float, tolerance: float) -> bool:
-    return abs(a - b) <= tolerance + 1e-9 * abs(a)
-
-
-def names(sentence: str, source: str) -> list[str]:
-    """Capitalised words of a sentence. Its first word counts only when the source also writes it
-    capitalised (a sentence's first word is capitalised whatever it is)."""
-    words = _WORD.findall(sentence)
-    out = [w for w in words[1:] if w[0].isupper() and len(w) > 1]
-    if words and words[0][0].isupper() and len(words[0]) > 1 and _has_word(source, words[0], True):
-        out.insert(0, words[0])
-    return list(dict.fromkeys(out))
-
-
-def name_found(name: str, source: str) -> bool:
-    return _has_word(source, name, False)
-
-
-def _has_word(text: str, word: str, case_sensitive: bool) -> bool:
-    flags = 0 if case_sensitive else re.IGNORECASE
-    return re.search(rf"(?<!\w){re.escape(word)}(?!\w)", text, flags) is not None
+def _year(value: float) -> bool:
+    return value == int(value) and 1000 <= value <= 2100

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 
 from bot.agent.language import DEFAULT, TLDR_HEADINGS, frame
 from bot.agent.report.citations import check
-from bot.agent.report.support import Support, support_line
+from bot.agent.report.footer import run_line, support_line
+from bot.agent.report.support import Support
 from bot.agent.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -102,7 +103,9 @@ def parse_report(
     checked on the parsed document (see `bot.agent.report.citations`). `renumber` False (a report
     revised by a follow-up) keeps the registry's numbers and its whole list as the sources."""
     words = frame(language)
-    checked = check(text, registry.number, len(registry.sources), renumber=renumber)
+    checked = check(
+        text, registry.number, len(registry.sources), renumber=renumber, mark=words.unverified_mark
+    )
     sections = [
         Section(heading=heading or words.overview, body=body)
         for heading, body in checked.sections
@@ -176,22 +179,10 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
         out += [_source_line(n, s, words.seen_only) for n, s in enumerate(report.sources, start=1)]
         out.append("")
     if report.support:
-        out += ["---", "", support_line(report.support, words.support, words.uncited), ""]
+        out += ["---", "", support_line(report.support, report.language), ""]
     else:
         out += ["---", ""]
-    out += [
-        words.footer.format(
-            run_id=run.run_id,
-            turns=run.turns,
-            ending=ending,
-            input=f"{run.input_tokens:,}",
-            output=f"{run.output_tokens:,}",
-            cache_read=f"{run.cache_read_tokens:,}",
-            cache_write=f"{run.cache_write_tokens:,}",
-            cost=format_cost(run.cost_usd, 4),
-        ),
-        "",
-    ]
+    out += [run_line(run, ending, report.language), ""]
     return "\n".join(out)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from bot.agent.events import ReportReady, RunFinished, UsageRecorded
 from bot.agent.report.claims import check, cited_sentences
+from bot.agent.report.judge import FAILED, NO_VERDICT, OVER_BUDGET, SKIPPED, TIMED_OUT
 from bot.agent.report.model import Report, Section, Source
 from bot.agent.report.support import Verdict
 from bot.compose import Services, open_services
@@ -36,18 +37,15 @@ ARTICLE = (
 @pytest.mark.parametrize(
     "sentence",
     [
-        "Acme Robotics raised $40M in a Series B led by Example Ventures [1].",
-        "It was founded in 2019 and employs 1,200 people [1].",
-        "Its robots work in 37 warehouses, with margins up about 12% [1].",
-        "Pittsburgh-based Acme raised 40,000,000 dollars [1].",
+        "It had raised $40M in a Series B round led by Example Ventures [1].",
+        "The company, founded in 2019, has 1,200 staff [1].",
+        "Margins rose about 12% [1].",
     ],
 )
-def test_numbers_amounts_dates_and_names_found_in_the_source_support_a_claim(
-    sentence: str,
-) -> None:
+def test_a_cited_passage_saying_the_same_with_its_numbers_supports_a_claim(sentence: str) -> None:
     claim = check(sentence, [1], [ARTICLE])
     assert claim is not None and claim.verdict is Verdict.SUPPORTED, claim
-    assert claim.method == "deterministic"
+    assert claim.method == "deterministic" and claim.note.startswith("the source says: ")
 
 
 @pytest.mark.parametrize(
@@ -56,7 +54,7 @@ def test_numbers_amounts_dates_and_names_found_in_the_source_support_a_claim(
         ("Acme raised $45M in 2019 [1].", "$45M"),
         ("It was founded in 2017 [1].", "2017"),
         ("Its robots work in 370 warehouses [1].", "370"),
-        ("Revenue grew 25% [1].", "25"),
+        ("Revenue grew 25% [1].", "25%"),
     ],
 )
 def test_a_number_missing_from_every_cited_source_makes_a_claim_unsupported(
@@ -64,13 +62,15 @@ def test_a_number_missing_from_every_cited_source_makes_a_claim_unsupported(
 ) -> None:
     claim = check(sentence, [1, 2], [ARTICLE, "Another page about Acme in 2019."])
     assert claim is not None and claim.verdict is Verdict.UNSUPPORTED
-    assert missing.lstrip("$") in claim.note
+    assert claim.note == f"not in the cited sources: {missing}"
 
 
 def test_what_the_numbers_cannot_settle_is_left_for_the_judge() -> None:
     assert check("It makes robots for warehouses [1].", [1], [ARTICLE]) is None  # nothing to check
     # A name the source lacks does not prove the claim wrong: the judge decides.
     assert check("Acme was founded in 2019 by Jane Smith [1].", [1], [ARTICLE]) is None
+    # Its numbers are there, but in other words: not near enough to settle it.
+    assert check("Its 37 warehouses report margins up about 12% [1].", [1], [ARTICLE]) is None
     unknown = check("Acme raised $40M [1].", [1], [""])
     assert unknown is not None and unknown.verdict is Verdict.UNKNOWN
 
@@ -127,14 +127,13 @@ def _judged(*verdicts: str) -> Any:
     return reply([tool_use("record_verdicts", {"claims": claims})], "tool_use")
 
 
+RAISED = "It had raised $40 million in a Series B round led by Example Ventures [1]."
+
+
 async def test_a_report_checked_deterministically_needs_no_judge_and_says_so_in_its_footer(
     settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
 ) -> None:
-    text = (
-        "# Acme\n\n## TL;DR\n- Acme Robotics raised $40M in a Series B [1].\n\n## People\n"
-        "Chief executive Jane Doe plans to hire about 120 engineers [1]. "
-        "The company has 900 customers [1]."
-    )
+    text = f"# Acme\n\n## TL;DR\n- {RAISED}\n\n## People\nThe company has 900 customers [1]."
     anthropic_api.script(*_read_then(web, text))
     # At the last turns a report is not early: no finish guard in this test.
     async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
@@ -144,44 +143,49 @@ async def test_a_report_checked_deterministically_needs_no_judge_and_says_so_in_
     assert len(anthropic_api.requests) == 2
     support = _report(recorder).support
     assert support is not None
-    assert [c.verdict for c in support.claims] == [
-        Verdict.SUPPORTED,
-        Verdict.SUPPORTED,
-        Verdict.UNSUPPORTED,
-    ]
-    assert "900" in support.claims[2].note
+    assert [c.verdict for c in support.claims] == [Verdict.SUPPORTED, Verdict.UNSUPPORTED]
+    assert support.claims[1].note == "not in the cited sources: 900"
     assert stored == support.claims
     assert (
-        "3 cited claims · 2 supported by their source · 1 not · 0 unverified"
-        in recorder.outcome.markdown
-    )
+        "2 cited claims: 1 supported by their sources, 1 not supported, 0 left unchecked · "
+        "0 checked by the model, 2 settled by their numbers or a matching passage"
+    ) in recorder.outcome.markdown
 
 
-async def test_the_fast_model_judges_what_the_numbers_cannot_settle_and_its_cost_counts(
+async def test_the_judge_sees_the_passages_that_matter_answers_three_ways_and_its_cost_counts(
     settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
 ) -> None:
     text = (
         "# Acme\n\n## TL;DR\n- It makes picking robots for warehouses [1].\n"
-        "- Founded in 2019 [1].\n- Its investors are unhappy [1]."
+        f"- {RAISED}\n- Its investors are unhappy [1].\n- Its robots are loved by buyers [1]."
     )
-    anthropic_api.script(*_read_then(web, text), _judged("supported", "unsupported"))
+    verdicts = _judged("supported", "not_stated", "unsupported")
+    anthropic_api.script(*_read_then(web, text), verdicts)
     async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
         recorder = await _research(services)
 
+    assert len(anthropic_api.requests) == 3  # one call for the report's three open claims
     judge = anthropic_api.requests[2]
     assert judge["model"] == FAST_MODEL
     assert judge["tool_choice"] == {"type": "tool", "name": "record_verdicts"}
-    assert "<web_content>" in str(judge["messages"]) and "Example Ventures" in str(
-        judge["messages"]
-    )
-    assert "1. It makes picking robots" in str(judge["messages"])
+    asked = str(judge["messages"])
+    assert "Claim 1: It makes picking robots for warehouses" in asked
+    assert "Claim 3: Its robots are loved by buyers" in asked and "Claim 4" not in asked
+    # Passages, fenced, not the whole page: what bears on no claim is not sent.
+    assert "<web_content>" in asked and "autonomous picking robots" in asked
+    assert "second factory" not in asked
     support = _report(recorder).support
     assert support is not None
-    assert [(c.verdict, c.method) for c in support.claims] == [
-        (Verdict.SUPPORTED, "judge"),
-        (Verdict.SUPPORTED, "deterministic"),
-        (Verdict.UNSUPPORTED, "judge"),
+    assert [(c.verdict, c.method, c.note) for c in support.claims] == [
+        (Verdict.SUPPORTED, "judge", "r"),
+        (Verdict.SUPPORTED, "deterministic", support.claims[1].note),
+        (Verdict.UNSUPPORTED, "judge", "not stated in the source: r"),
+        (Verdict.UNSUPPORTED, "judge", "contradicted by the source: r"),
     ]
+    assert (
+        "4 cited claims: 2 supported by their sources, 2 not supported, 0 left unchecked · "
+        "3 checked by the model, 1 settled by their numbers or a matching passage"
+    ) in recorder.outcome.markdown
     used = [e for e in recorder.events if isinstance(e, UsageRecorded)]
     assert [e.model for e in used][-1] == f"anthropic:{FAST_MODEL}"
     total = recorder.events[-1]
@@ -190,17 +194,23 @@ async def test_the_fast_model_judges_what_the_numbers_cannot_settle_and_its_cost
     assert total.usage.cost_usd == pytest.approx(sum(e.usage.cost_usd or 0 for e in used))
 
 
+UNCHECKED_FOOTER = (
+    "2 cited claims: 1 supported by their sources, 0 not supported, 1 left unchecked · "
+    "0 checked by the model, 1 settled by their numbers or a matching passage"
+)
+
+
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "note"),
     [
-        error(500, "api_error", "judge down", should_retry=False),
-        reply_text("I would rather not use the tool."),
+        (error(500, "api_error", "judge down", should_retry=False), FAILED),
+        (reply_text("I would rather not use the tool."), NO_VERDICT),
     ],
 )
-async def test_a_failed_judge_leaves_its_claims_unknown_and_the_run_completes(
-    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb, answer: Any
+async def test_a_failed_judge_leaves_its_claims_unchecked_and_the_footer_says_so(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb, answer: Any, note: str
 ) -> None:
-    text = "# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- Founded in 2019 [1]."
+    text = f"# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- {RAISED}"
     anthropic_api.script(*_read_then(web, text), answer)
     async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
         recorder = await _research(services)
@@ -208,14 +218,31 @@ async def test_a_failed_judge_leaves_its_claims_unknown_and_the_run_completes(
     assert recorder.outcome.ending.value == "completed"
     support = _report(recorder).support
     assert support is not None
-    assert [c.verdict for c in support.claims] == [Verdict.UNKNOWN, Verdict.SUPPORTED]
-    assert "1 unverified" in recorder.outcome.markdown
+    assert (support.claims[0].verdict, support.claims[0].note) == (Verdict.UNKNOWN, note)
+    assert support.claims[1].verdict is Verdict.SUPPORTED
+    assert UNCHECKED_FOOTER in recorder.outcome.markdown
 
 
-async def test_cancel_while_the_judge_works_sends_the_report_out_unjudged(
+async def test_a_judge_that_takes_too_long_leaves_its_claims_unchecked(
     settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
 ) -> None:
-    text = "# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- Founded in 2019 [1]."
+    text = f"# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- {RAISED}"
+    anthropic_api.script(*_read_then(web, text))
+    anthropic_api.responder = _never  # the judge's call is never answered
+    quick = settings.model_copy(update={"max_turns": 3, "model_timeout_s": 0.3})
+    async with open_services(quick) as services:
+        recorder = await _research(services)
+
+    support = _report(recorder).support
+    assert support is not None
+    assert (support.claims[0].verdict, support.claims[0].note) == (Verdict.UNKNOWN, TIMED_OUT)
+    assert UNCHECKED_FOOTER in recorder.outcome.markdown
+
+
+async def test_cancel_while_the_judge_works_sends_the_report_out_unchecked(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    text = f"# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- {RAISED}"
     anthropic_api.script(*_read_then(web, text))
     anthropic_api.responder = _never  # the judge's call is not answered
     async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
@@ -229,8 +256,46 @@ async def test_cancel_while_the_judge_works_sends_the_report_out_unjudged(
     support = _report(recorder).support
     assert support is not None
     judged = [c for c in support.claims if c.method == "judge"]
-    assert judged and {c.verdict for c in judged} == {Verdict.UNKNOWN}
-    assert {c.note for c in judged} == {"not judged: the run was asked to stop"}
+    assert judged and {(c.verdict, c.note) for c in judged} == {(Verdict.UNKNOWN, SKIPPED)}
+    assert UNCHECKED_FOOTER in recorder.outcome.markdown
+
+
+async def test_summarize_pressed_skips_the_judge_and_the_footer_says_what_is_unchecked(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    text = f"# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- {RAISED}"
+    anthropic_api.script(reply_tools([("read_page", {"url": web.url + ARTICLE_PATH})]))
+    anthropic_api.responder = _never  # the second research turn hangs until Summarize
+    async with open_services(settings.model_copy(update={"max_turns": 5})) as services:
+        recorder = Recorder()
+        record = await services.runs.submit(Request(topic="Acme Robotics"), recorder)
+        await anthropic_api.wait_for_requests(2)
+        anthropic_api.script(reply_text(text))  # the write-up
+        assert services.runs.summarize(record.run_id)
+        await recorder.finished.wait()
+
+    assert len(anthropic_api.requests) == 3  # no judge call
+    support = _report(recorder).support
+    assert support is not None
+    assert (support.claims[0].verdict, support.claims[0].note) == (Verdict.UNKNOWN, SKIPPED)
+    assert UNCHECKED_FOOTER in recorder.outcome.markdown
+
+
+async def test_a_run_over_its_budget_leaves_its_claims_unchecked(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    text = f"# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- {RAISED}"
+    anthropic_api.script(*_read_then(web, text))  # the second reply is the budget's write-up
+    spent = settings.model_copy(update={"max_turns": 5, "max_run_cost_usd": 1e-9})
+    async with open_services(spent) as services:
+        recorder = await _research(services)
+
+    assert recorder.outcome.ending.value == "budget_synthesized"
+    assert len(anthropic_api.requests) == 2  # no judge call
+    support = _report(recorder).support
+    assert support is not None
+    assert (support.claims[0].verdict, support.claims[0].note) == (Verdict.UNKNOWN, OVER_BUDGET)
+    assert UNCHECKED_FOOTER in recorder.outcome.markdown
 
 
 async def test_a_report_from_the_evidence_alone_is_not_measured(

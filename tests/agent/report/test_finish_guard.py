@@ -41,6 +41,15 @@ async def _start(services: Services) -> Recorder:
     return recorder
 
 
+def _research_calls(api: FakeAnthropic) -> list[dict[str, Any]]:
+    """The run's own model calls, without the claim judge's check of the finished report."""
+    return [
+        body
+        for body in api.requests
+        if body.get("tool_choice") != {"type": "tool", "name": "record_verdicts"}
+    ]
+
+
 def _ending(recorder: Recorder) -> str:
     last = recorder.events[-1]
     assert isinstance(last, RunFinished)
@@ -64,12 +73,13 @@ async def test_an_early_report_missing_sections_gets_one_round_of_feedback_then_
     await recorder.finished.wait()
 
     assert _ending(recorder) == "completed"
-    assert len(anthropic_api.requests) == 4
-    check = anthropic_api.requests[2]
+    calls = _research_calls(anthropic_api)
+    assert len(calls) == 4
+    check = calls[2]
     assert check["model"] == FAST_MODEL
     assert check["tool_choice"] == {"type": "tool", "name": "record_finish_check"}
     assert "- People" in check["messages"][0]["content"]
-    resumed = anthropic_api.requests[3]["messages"]
+    resumed = calls[3]["messages"]
     assert resumed[-2]["role"] == "assistant" and resumed[-2]["content"][0]["text"] == SHORT
     assert FEEDBACK in str(resumed[-1]["content"]) and "People" in str(resumed[-1]["content"])
     [review] = [e for e in recorder.events if isinstance(e, FinishReviewed)]
@@ -88,7 +98,7 @@ async def test_a_report_the_check_finds_ready_goes_out_at_once(
     recorder = await _start(world)
     await recorder.finished.wait()
 
-    assert _ending(recorder) == "completed" and len(anthropic_api.requests) == 3
+    assert _ending(recorder) == "completed" and len(_research_calls(anthropic_api)) == 3
     assert [e.ready for e in recorder.events if isinstance(e, FinishReviewed)] == [True]
 
 
@@ -100,7 +110,7 @@ async def test_a_report_offered_late_in_the_turn_budget_is_not_reviewed(
         recorder = await _start(services)
         await recorder.finished.wait()
 
-    assert _ending(recorder) == "completed" and len(anthropic_api.requests) == 2
+    assert _ending(recorder) == "completed" and len(_research_calls(anthropic_api)) == 2
     assert not any(isinstance(e, FinishReviewed) for e in recorder.events)
 
 
@@ -125,7 +135,7 @@ async def test_summarize_now_during_the_review_delivers_the_report_in_hand(
     report = next(e for e in recorder.events if isinstance(e, ReportReady)).report
     assert report.tldr == "- Acme Robotics raised $40M [1]."
     assert not any(isinstance(e, FinishReviewed) for e in recorder.events)
-    assert len(anthropic_api.requests) == 3  # no write-up call: the draft was the report
+    assert len(_research_calls(anthropic_api)) == 3  # no write-up call: the draft was the report
 
 
 async def test_summarize_now_before_any_report_ends_in_synthesis_without_the_guard(

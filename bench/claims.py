@@ -1,0 +1,280 @@
+"""Claim-support benchmark: the deterministic step of the claim check (`bot.agent.report.claims.
+check`) against human-labelled (claim, evidence, label) pairs, now and as it was before.
+
+The corpus is `bench/claims_data/` (provenance and licences in its SOURCES.md): samples of four
+public claim-verification data sets, two of them held out (wice, fool_me_twice), and hand-written
+hard cases for each way numbers are written. Each pair is checked as a report sentence citing
+one source whose text is the evidence. The deterministic step answers supported, unsupported,
+or nothing (the claim goes to the fast-model judge). Per data set, for all pairs and for the
+pairs whose claim has a quantity:
+
+- **supported, gold agrees**: of the deterministic *supported* verdicts, the share whose gold
+  label is SUPPORTED (goal: at least 95%).
+- **false alarms**: of the SUPPORTED pairs, the share called *unsupported*. On the pairs whose
+  claim has a quantity this is the goal figure (under 2%): a person read the evidence and found
+  it supports the claim, so it states each of the claim's quantities, in the same or another
+  form (`2018–19` for `2018-2019`, `460 mm` for `18 in`, `1939 … 1945` for `six years`).
+- **REFUTED caught**: of the REFUTED pairs, the share called *unsupported* without the judge.
+- **to the judge**: the share of pairs the deterministic step leaves open (the judge's cost).
+
+A claim "has a quantity" by the rule of SOURCES.md (`has_number`, after dropping tokens that put
+a letter before a digit, such as `COVID-19` or `A320`); for the hard cases, `has_number`.
+
+"Before" runs the deterministic check as it was at `BEFORE` (its `facts` module and `check`
+function read from git); without git it is skipped. Exit 1 when an "after" goal is missed.
+
+    python -m bench.claims [--sets check_covid,scifact] [--no-before]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from text_to_num import alpha2digit
+
+from bot.agent.report import claims
+from bot.agent.report.support import Claim, Verdict
+
+DATA = Path(__file__).resolve().parent / "claims_data"
+ROOT = DATA.parent.parent
+BEFORE = "92aea389c9699957a1fd55c7ea2d82ec43315a97"
+SETS = ("check_covid", "scifact", "fever_symmetric", "hard_cases", "fool_me_twice", "wice")
+HELD_OUT = ("fool_me_twice", "wice")
+PRECISION_GOAL = 0.95
+FALSE_ALARM_GOAL = 0.02
+_DIGITS = re.compile(r"(\d[\d,.]*\d|\d)(?:\s?(thousand|million|billion|k|m|bn)\b)?", re.I)
+_PLAIN_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
+_NUMBER_WORDS = re.compile(
+    r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|"
+    r"hundreds?|thousands?|millions?|billions?|trillions?|dozens?|percent|per cent|percentage|half|"
+    r"twice|thrice|double|triple|quadruple|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|"
+    r"eleventh|twelfth|twentieth|hundredth|thousandth|twenties|thirties|forties|fifties|sixties|"
+    r"seventies|eighties|nineties)\b",
+    re.IGNORECASE,
+)
+Checker = Callable[[str, str], str]
+"""(claim, evidence) → `supported`, `unsupported` or `judge`."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    id: str
+    claim: str
+    evidence: str
+    label: str
+    quantity: bool
+    stated: bool
+    """The evidence has each of the claim's numbers, by value (see `numbers_stated`)."""
+
+
+@dataclass
+class Figures:
+    pairs: int = 0
+    supported: int = 0
+    supported_right: int = 0
+    gold_supported: int = 0
+    false_alarms: int = 0
+    gold_refuted: int = 0
+    refuted_caught: int = 0
+    judged: int = 0
+    stated: int = 0
+    stated_alarms: int = 0
+
+    def add(self, pair: Pair, verdict: str) -> None:
+        self.pairs += 1
+        self.judged += verdict == "judge"
+        if verdict == "supported":
+            self.supported += 1
+            self.supported_right += pair.label == "SUPPORTED"
+        if pair.label == "SUPPORTED":
+            self.gold_supported += 1
+            self.false_alarms += verdict == "unsupported"
+        if pair.stated:
+            self.stated += 1
+            self.stated_alarms += verdict == "unsupported"
+        if pair.label == "REFUTED":
+            self.gold_refuted += 1
+            self.refuted_caught += verdict == "unsupported"
+
+    @property
+    def precision(self) -> float | None:
+        return self.supported_right / self.supported if self.supported else None
+
+    @property
+    def false_alarm_rate(self) -> float | None:
+        """On the SUPPORTED pairs whose evidence states the claim's numbers (the goal's)."""
+        return self.stated_alarms / self.stated if self.stated else None
+
+
+def has_quantity(record: dict[str, object]) -> bool:
+    """SOURCES.md's "with a quantity": `has_number` once letter-then-digit tokens are dropped."""
+    if record["dataset"] == "hard_cases":
+        return bool(record["has_number"])
+    words = [w for w in str(record["claim"]).split() if not re.search(r"[^\W\d_].*\d", w)]
+    text = " ".join(words)
+    return bool(re.search(r"[\d%]", text) or _NUMBER_WORDS.search(text))
+
+
+def _values(text: str) -> list[float]:
+    """A deliberately plain reading, independent of the checker's: English number words as
+    digits (text2num), every run of digits with its separators dropped, and that value times
+    a thousand, million or billion when such a word follows."""
+    out = []
+    for match in _DIGITS.finditer(alpha2digit(text, "en", threshold=0)):
+        value = float(match.group(1).replace(",", "")) if match.group(1).count(".") < 2 else 0.0
+        out.append(value)
+        if match.group(2):
+            out.append(value * _PLAIN_SCALES[match.group(2).lower()])
+    return out
+
+
+def numbers_stated(claim: str, evidence: str) -> bool:
+    """Whether the evidence states each number of the claim, in any notation: every value of
+    the claim (letter-then-digit tokens dropped) is a value of the evidence, or within 1% of
+    one when it is 10,000 or more or has decimals (rounded figures)."""
+    words = " ".join(w for w in claim.split() if not re.search(r"[^\W\d_].*\d", w))
+    wanted, have = _values(words), _values(evidence)
+    return bool(wanted) and all(any(_close(w, h) for h in have) for w in wanted)
+
+
+def _close(wanted: float, have: float) -> bool:
+    if wanted == int(wanted) and abs(wanted) < 10_000:
+        return wanted == have
+    return abs(wanted - have) <= 0.01 * abs(wanted)
+
+
+def load(name: str) -> list[Pair]:
+    pairs = []
+    for line in (DATA / f"{name}.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        claim, evidence = record["claim"], record["evidence"]
+        hard = record["dataset"] == "hard_cases"
+        stated = record["label"] == "SUPPORTED" and (hard or numbers_stated(claim, evidence))
+        pairs.append(
+            Pair(record["id"], claim, evidence, record["label"], has_quantity(record), stated)
+        )
+    return pairs
+
+
+def _verdict(claim: Claim | None) -> str:
+    if claim is None or claim.verdict is Verdict.UNKNOWN:
+        return "judge"
+    return str(claim.verdict.value)
+
+
+def after(claim: str, evidence: str) -> str:
+    return _verdict(claims.check(claim, [1], [evidence]))
+
+
+def before() -> Checker | None:
+    """The deterministic check as it was at `BEFORE`: its `facts` module, and `check` taken out
+    of its `claims` module (the rest of which imported what has since moved)."""
+    try:
+        facts_source = _git_show("bot/agent/report/facts.py")
+        claims_source = _git_show("bot/agent/report/claims.py")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    old_facts = types.ModuleType("bench_old_facts")
+    sys.modules[old_facts.__name__] = old_facts  # dataclasses look their module up
+    exec(compile(facts_source, "old_facts.py", "exec"), old_facts.__dict__)
+    tree = ast.parse(claims_source)
+    check = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    namespace: dict[str, object] = {
+        "facts": old_facts,
+        "Claim": Claim,
+        "Verdict": Verdict,
+        "DETERMINISTIC": "deterministic",
+    }
+    code = "from __future__ import annotations\n" + ast.unparse(check)
+    exec(compile(code, "old_check.py", "exec"), namespace)
+    old_check = namespace["check"]
+    return lambda claim, evidence: _verdict(old_check(claim, [1], [evidence]))  # type: ignore[operator]
+
+
+def _git_show(path: str) -> str:
+    return subprocess.run(
+        ["git", "show", f"{BEFORE}:{path}"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def measure(pairs: list[Pair], checker: Checker) -> tuple[Figures, Figures]:
+    """(all pairs, pairs whose claim has a quantity)."""
+    every, counted = Figures(), Figures()
+    for pair in pairs:
+        verdict = checker(pair.claim, pair.evidence)
+        every.add(pair, verdict)
+        if pair.quantity:
+            counted.add(pair, verdict)
+    return every, counted
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} = {part / whole:.1%}" if whole else "-"
+
+
+def row(name: str, subset: str, code: str, f: Figures) -> str:
+    refuted = _share(f.refuted_caught, f.gold_refuted) if f.gold_refuted else "(no REFUTED)"
+    stated = _share(f.stated_alarms, f.stated) if subset != "all" else ""
+    return (
+        f"| {name} | {subset} | {code} | {f.pairs} | {_share(f.supported_right, f.supported)} | "
+        f"{stated} | {_share(f.false_alarms, f.gold_supported)} | {refuted} | "
+        f"{_share(f.judged, f.pairs)} |"
+    )
+
+
+def goals(name: str, every: Figures, counted: Figures) -> list[str]:
+    missed = []
+    for subset, figures in (("all", every), ("with a quantity", counted)):
+        if figures.precision is not None and figures.precision < PRECISION_GOAL:
+            missed.append(f"{name} ({subset}): supported agrees {figures.precision:.1%} < 95%")
+    if counted.false_alarm_rate is not None and counted.false_alarm_rate >= FALSE_ALARM_GOAL:
+        missed.append(f"{name}: false alarms (numbers stated) {counted.false_alarm_rate:.1%} ≥ 2%")
+    return missed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default=",".join(SETS), help="comma-separated data sets")
+    parser.add_argument("--no-before", action="store_true", help="skip the code as it was")
+    args = parser.parse_args(argv)
+    old = None if args.no_before else before()
+    print(
+        "| data set | pairs | code | n | supported: gold agrees (goal ≥ 95%) | false alarms, "
+        "numbers stated (goal < 2%) | false alarms, all SUPPORTED | REFUTED caught | to the judge |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    missed: list[str] = []
+    started = time.perf_counter()
+    for name in args.sets.split(","):
+        pairs = load(name)
+        label = f"{name} (held out)" if name in HELD_OUT else name
+        now = measure(pairs, after)
+        then = measure(pairs, old) if old is not None else None
+        for i, subset in enumerate(("all", "with a quantity")):
+            if then is not None:
+                print(row(label, subset, "before", then[i]))
+            print(row(label, subset, "after", now[i]))
+        missed += goals(name, *now)
+    print(
+        f"\n({time.perf_counter() - started:.1f} s; before = {BEFORE[:7]}"
+        + (")" if old else ", not run)")
+    )
+    for line in missed:
+        print(f"MISSED: {line}")
+    print("PASS" if not missed else "FAIL")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+"""Numbers, amounts and shares as people write them, read into `Quantity` intervals.
+
+Bounds (`more than`, `before`, `at least`, `under`), approximations (`about`, `nearly`, with a
+tolerance that fits the number), ranges (`12–15`, `2018–19`, `between 10 and 20`), ordinals,
+percentages and percentage points, scales (`k`, `bn`, `Mio.`, `lakh`, `Milliarden`, `万`),
+units with their conversions (`18 in`, `460 mm`, `104 °F`), currencies, decimal commas, signs,
+dates (see `dates`) and ratios (`doubled`, `2-fold`). An identifier is not a quantity:
+`COVID-19`, `SARS-CoV-2`, `interleukin-2`, `A320`, `ISO 9001`, `type 2`, `14th Dalai Lama`,
+and a regnal number (`Louis XIV`) is part of a name.
+Text is `spelled.prepare`d first, so spelled-out numbers arrive as digits.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.agent.report import units as u
+from bot.agent.report.dates import read_dates
+from bot.agent.report.readings import (
+    ORDINAL,
+    PERCENT,
+    PLAIN,
+    POINTS,
+    RATIO,
+    Quantity,
+    Reading,
+    written,
+)
+from bot.agent.report.units import Unit
+
+
+def _alternation(words: object) -> str:
+    return "|".join(sorted((re.escape(str(w)) for w in words), key=len, reverse=True))  # type: ignore[attr-defined]
+
+
+_NUMBER = re.compile(r"(?<![\w.,])(\d(?:[\d,.'\u00a0\u202f]*\d)?)")
+_GROUPED = re.compile(r"\d{1,3}(?:[,.]\d{3})+")
+_GLUED = re.compile(r"[^\W\d_]+")
+_HYPHENATED_NAME = re.compile(
+    r"(?<![\w-])(?!(?:mid|pre|post|early|late)-)[^\W\d_]+(?:[-‑][^\W\d_]+)*[-‑]$", re.I
+)
+_PERCENT = re.compile(rf"^\s?(?:{_alternation(u.PERCENT)}|процент\w*)(?!\w)", re.I)
+_POINTS = re.compile(rf"^\s?(?:{_alternation(u.POINTS)})\b", re.I)
+_SCALE = re.compile(rf"^\s?({_alternation(u.SCALES)})(?:\b|(?<=[万億兆]))\.?", re.I)
+_CURRENCY_AFTER = re.compile(
+    rf"^\s?({_alternation(w for w in u.CURRENCIES if len(w) > 1 or not w.isalnum())})(?!\w)", re.I
+)
+_CURRENCY_BEFORE = re.compile(
+    r"(?:^|(?<=[\s(]))(us\$|a\$|c\$|\$|€|£|¥|₹|usd|eur|gbp|jpy|inr|rs\.?|chf|cny|rmb)\s?$", re.I
+)
+_UNIT = re.compile(rf"^\s?({_alternation(u.UNITS)})(?![\w²])", re.I)
+_INCH_CONTEXT = re.compile(
+    r"^\s?in(?:\.|(?=\s*[(),;]|\s*$)|(?=\s+(?:diameter|long|wide|tall|high|thick|deep)\b))", re.I
+)
+_TITLE_AFTER = re.compile(r"^\s+[A-Z][a-z]")
+_FOLD = re.compile(r"^[-\s]?fold\b", re.I)
+_SIGN = re.compile(r"(?:^|(?<=[\s(]))[-−–]$")
+_MINUS_WORD = re.compile(rf"\b(?:{_alternation(u.MINUS)})\s+$", re.I)
+_RANGE_TO = re.compile(r"^\s*(?:-|–|—|to|bis|à|a|al)\s*(?=\d)")
+_YEAR_RANGE = re.compile(r"(1\d|20)(\d\d)[-–/]$")
+_BETWEEN_SECOND = re.compile(r"\bbetween\s+\S+(?:\s+\S+)?\s+and\s+$", re.I)
+_BETWEEN = re.compile(r"\bbetween\s+$", re.I)
+_PREVIOUS_WORD = re.compile(r"([^\W\d_][\w.'’-]*)\s+$")
+_RATIO = re.compile(rf"\b({_alternation(u.RATIOS)})\b", re.I)
+_QUALIFIERS = [
+    (kind, re.compile(rf"(?:^|(?<=\W))(?:{_alternation(words)})\s+$", re.I))
+    for kind, words in (
+        ("above", u.ABOVE),
+        ("at_least", u.AT_LEAST),
+        ("below", u.BELOW),
+        ("at_most", u.AT_MOST),
+        ("nearly", u.NEARLY),
+        ("about", u.ABOUT),
+    )
+]
+_TIME_WORDS = re.compile(
+    r"(?i)(?:before|after|since|later than|earlier than|vor|avant|antes de|prima del)$"
+)
+
+
+@dataclass
+class _Suffix:
+    options: tuple[tuple[float, Unit], ...] = ((1.0, PLAIN),)
+    """Each (scale, unit) the words after the number may mean: `45m` is 45e6 or 45 metres."""
+    end: int = 0
+    """Where the number's words end (in the text after the digits)."""
+
+    @property
+    def named(self) -> bool:
+        return self.options != ((1.0, PLAIN),)
+
+    def scale(self, scales: tuple[float, ...]) -> None:
+        self.options = tuple(
+            dict.fromkeys((s * old, unit) for old, unit in self.options for s in scales)
+        )
+
+    def unit(self, units: tuple[Unit, ...]) -> None:
+        self.options = tuple(
+            dict.fromkeys((scale, unit) for scale, _ in self.options for unit in units)
+        )
+
+
+def read(text: str, *, source: bool) -> list[Quantity]:
+    """Every quantity of `text`. A claim's exact numbers stand for what rounds to them; a
+    source's for themselves (`12%` in a claim is 11.5-12.5%, in a source 12%)."""
+    found = read_dates(text, source=source)
+    taken = [(q.start, q.end) for q in found]
+    for match in _NUMBER.finditer(text):
+        if any(start <= match.start() < end for start, end in taken):
+            continue
+        quantity = _quantity(text, match, source)
+        if quantity is not None:
+            found.append(quantity)
+            taken.append((match.start(), quantity.end))
+    for match in _RATIO.finditer(text):
+        value = u.RATIOS[match[1].lower()]
+        found.append(Quantity(match[0], (Reading(value, value, RATIO),), *match.span()))
+    return found
+
+
+def _quantity(text: str, match: re.Match[str], source: bool) -> Quantity | None:
+    digits, (start, end) = match.group(1), match.span(1)
+    offset = max(0, start - 60)
+    before, after = text[offset:start], text[end : end + 80]
+    if _HYPHENATED_NAME.search(before):
+        return None  # COVID-19, SARS-CoV-2, interleukin-2 (but mid-2019 is a date)
+    suffix = _suffix(digits, after, before)
+    if suffix is None:
+        return None
+    first = start
+    currency = _CURRENCY_BEFORE.search(before)
+    if currency is not None:
+        code = u.CURRENCIES[currency.group(1).lower().rstrip(".")]
+        suffix.unit((Unit(f"currency:{code}"),))
+        before = before[: currency.start()]
+        first = offset + currency.start()
+    elif (to := _RANGE_TO.match(after)) and (span := _range(text, match, to.end(), before, source)):
+        return span
+    if not suffix.named and currency is None and not _year_like(digits) and _is_label(before):
+        return None
+    sign = 1.0
+    if (minus := _SIGN.search(before) or _MINUS_WORD.search(before)) is not None:
+        sign, before, first = -1.0, before[: minus.start()], offset + minus.start()
+    qualifier, at = _qualifier(before, year=_year_like(digits))
+    first = offset + at if at is not None else first
+    if (year := _YEAR_RANGE.search(before)) and len(digits) == 2 and int(digits) > int(year[2]):
+        digits = year[1] + digits  # 2018–19
+    readings = [
+        written(
+            sign * value, decimals, scale, unit, qualifier, source, grouped=not digits.isdigit()
+        )
+        for value, decimals in _values(digits)
+        for scale, unit in suffix.options
+    ]
+    hedged = qualifier != "exact" or sign < 0
+    return Quantity(
+        text[first : end + suffix.end].strip(), tuple(readings), first, end + suffix.end, hedged
+    )
+
+
+def _range(text: str, first: re.Match[str], gap: int, before: str, source: bool) -> Quantity | None:
+    """`3-5 million`, `10 to 20%`, `4 to 4.5 days`: one interval, in the second number's words.
+    (`from 7.5% to 5.5%` is a change, two numbers; `2018–19` two years.)"""
+    if _year_like(first.group(1)) or re.search(r"\bfrom\s+$", before, re.I):
+        return None
+    at = first.end(1) + gap
+    second = _NUMBER.match(text, at)
+    if second is None:
+        return None
+    words = _suffix(second.group(1), text[second.end(1) : second.end(1) + 80], "")
+    if words is None:
+        return None
+    low, high = _values(first.group(1)), _values(second.group(1))
+    if not low or not high:
+        return None
+    end = second.end(1) + words.end
+    readings = []
+    for scale, unit in words.options:
+        a = written(low[0][0], low[0][1], scale, unit, "exact", source, grouped=False)
+        b = written(high[0][0], high[0][1], scale, unit, "exact", source, grouped=False)
+        readings.append(Reading(min(a.low, b.low), max(a.high, b.high), unit))
+    return Quantity(text[first.start(1) : end].strip(), tuple(readings), first.start(1), end)
+
+
+def _suffix(digits: str, after: str, before: str) -> _Suffix | None:
+    """The words after a number: None when they make it an identifier (`5G`, `A320s`)."""
+    out = _Suffix()
+    glued = _GLUED.match(after)
+    if glued is not None:
+        if not _glued(out, glued.group(0), digits, before, after[glued.end() :]):
+            return None
+        out.end = glued.end()
+    rest = after[out.end :]
+    if (fold := _FOLD.match(rest)) is not None:
+        out.unit((RATIO,))
+        out.end += fold.end()
+        return out
+    if glued is None:
+        rest = _spaced_scale(out, rest, before)
+    for pattern, unit in ((_PERCENT, PERCENT), (_POINTS, POINTS)):
+        if (found := pattern.match(rest)) is not None:
+            out.unit((unit,))
+            out.end += found.end()
+            return out
+    if (currency := _CURRENCY_AFTER.match(rest)) is not None:
+        out.unit((Unit(f"currency:{u.CURRENCIES[currency.group(1).lower()]}"),))
+        out.end += currency.end()
+    elif _INCH_CONTEXT.match(rest):
+        out.unit((PLAIN, *u.UNITS["inch"]))
+        out.end += 3
+    elif (word := _UNIT.match(rest)) is not None and word.group(1).lower() != "in":
+        out.unit(u.UNITS[word.group(1).lower()])
+        out.end += word.end()
+    return out
+
+
+def _glued(out: _Suffix, word: str, digits: str, before: str, after: str) -> bool:
+    """Letters against the digits: an ordinal, a unit or a scale (True), or an identifier."""
+    lower = word.lower()
+    if lower in ("st", "nd", "rd", "th", "er", "e", "ème", "º"):
+        out.unit((ORDINAL,))
+        return not _TITLE_AFTER.match(after)  # the 14th Dalai Lama, the 101st Airborne
+    if lower == "s" and digits.endswith("0"):
+        return False  # a decade: `dates` reads it
+    if word in ("C", "F"):
+        out.unit(u.UNITS[u.GLUED_UNITS[lower]])
+    elif lower in ("km", "kg", "mm", "cm"):
+        out.unit(u.UNITS[lower])
+    elif word == "m":
+        _million_or_metres(out, before)
+    elif lower in u.SCALES:
+        out.scale((1e9, 1e12) if word == "Billion" else u.SCALES[lower])
+    else:
+        return False
+    return True
+
+
+def _spaced_scale(out: _Suffix, rest: str, before: str) -> str:
+    """A scale word after the number (`1.5 million`, `2 Mrd.`, `mil millones`): the text after it."""
+    scale = _SCALE.match(rest)
+    if scale is None:
+        return rest
+    word = scale.group(1)
+    if word == "m":
+        _million_or_metres(out, before)
+    else:
+        out.scale((1e9, 1e12) if word == "Billion" else u.SCALES[word.lower()])
+    out.end += scale.end()
+    rest = rest[scale.end() :]
+    if (again := _SCALE.match(rest)) is not None and again.group(1).lower() in (
+        "millones",
+        "million",
+    ):
+        out.scale((1e6,))  # `mil millones`
+        out.end += again.end()
+        rest = rest[again.end() :]
+    return rest
+
+
+def _million_or_metres(out: _Suffix, before: str) -> None:
+    """`m` after a number: millions after a currency (`€45m`), else millions or metres."""
+    if _CURRENCY_BEFORE.search(before):
+        out.scale((1e6,))
+    else:
+        out.options = ((1e6, PLAIN), (1.0, u.UNITS["metres"][0]))
+
+
+def _is_label(before: str) -> bool:
+    """A number right after a code or a label word names a thing: `ISO 9001`, `iPhone 12`,
+    `phase 3`. (A capitalised word alone is not enough: German capitalises every noun.)"""
+    previous = _PREVIOUS_WORD.search(before)
+    if previous is None or previous.end() != len(before):
+        return False
+    word = previous.group(1).rstrip(".")
+    if word.lower() in u.LABELS or word.lower() + "." in u.LABELS:
+        return True
+    capitals = sum(ch.isupper() for ch in word)
+    return (
+        capitals >= 2 or (capitals == 1 and not word[0].isupper())
+    ) and word.lower() not in u.MONTHS
+
+
+def _year_like(digits: str) -> bool:
+    return digits.isdigit() and len(digits) == 4 and 1000 <= int(digits) <= 2100
+
+
+def _qualifier(before: str, *, year: bool) -> tuple[str, int | None]:
+    """The bound or hedge right before a number, and where it starts in `before`. Time words
+    (`before`, `after`, `since`) bound years only: `after six months` is six months."""
+    if (second := _BETWEEN_SECOND.search(before)) is not None:
+        return "at_most", second.start()
+    if (first := _BETWEEN.search(before)) is not None:
+        return "at_least", first.start()
+    for kind, pattern in _QUALIFIERS:
+        if (found := pattern.search(before)) is not None:
+            if not year and _TIME_WORDS.match(found.group(0).strip()):
+                continue
+            return kind, found.start()
+    return "exact", None
+
+
+def _values(digits: str) -> tuple[tuple[float, int], ...]:
+    """Every reading of the digits as (value, decimals): `1,200` is 1200 or (in German) 1.2."""
+    plain = digits.replace("\u00a0", ",").replace("\u202f", ",").replace("'", ",")
+    out: list[tuple[float, int]] = []
+    if _GROUPED.fullmatch(plain):
+        out.append((float(re.sub(r"\D", "", plain)), 0))
+    for point, other in ((".", ","), (",", ".")):
+        whole, _, fraction = plain.rpartition(point) if point in plain else (plain, "", "")
+        if (
+            point in whole
+            or other in fraction
+            or (other in whole and not _GROUPED.fullmatch(whole))
+        ):
+            continue
+        whole = whole.replace(other, "")
+        if whole.isdigit() and (fraction.isdigit() or not fraction):
+            out.append((float(f"{whole}.{fraction or 0}"), len(fraction)))
+    return tuple(dict.fromkeys(out))
