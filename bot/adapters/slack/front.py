@@ -1,7 +1,7 @@
 """The Slack front end's handlers on a slack-bolt `AsyncApp`: `/research`, its buttons, the
-summarize reaction, a person stopping a run's stream, mentions (bot/adapters/slack/mentions.py)
-and the agent view (bot/adapters/slack/assistant.py); and the listeners that finish interrupted
-runs and follow-ups in their old threads."""
+summarize reaction, a person pressing Slack's stop button, mentions
+(bot/adapters/slack/mentions.py) and the agent view (bot/adapters/slack/assistant.py); and the
+listeners that finish interrupted runs and follow-ups in their old threads."""
 
 from __future__ import annotations
 
@@ -115,11 +115,12 @@ class SlackFrontEnd:
             self.service, store, self._parents, emoji=settings.summarize_emoji
         )
         self.app.event("reaction_added")(summarize.on_reaction)
-        self.app.event("agent_session_stopped")(summarize.on_stream_stopped)
+        self.app.event("agent_session_stopped")(summarize.on_stop)
         self.threads = SlackThreads(
             self.client, store, self.budget, followups or FollowUps(store, runs), self._parents
         )
-        self.app.event("app_mention")(SlackMentions(self, self.threads, store).on_mention)
+        mentions = SlackMentions(self, self.threads, store)
+        self.app.event("app_mention")(mentions.on_mention)
         self.app.assistant(SlackAssistant(self, self.threads, store).assistant)
 
     def listener_for(self, run: RunRecord) -> RunListener | None:
@@ -190,7 +191,6 @@ class SlackFrontEnd:
             budget=self.budget,
             origin=origin,
             options=StreamOptions(mode=self._streaming),
-            on_stop=lambda run: self._runs.summarize(run.run_id),
             edit_interval_s=self._edit_interval,
         )
 
