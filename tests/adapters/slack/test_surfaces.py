@@ -1,7 +1,8 @@
 """Slack's other ways in, seen from the fake Slack: a mention in a channel starts a run (its plan
-streamed in the thread) or, in a run's thread, asks a follow-up; the agent view's prompts, runs
-and follow-ups in a DM thread; a person pressing Slack's stop button; retried events acting
-once; and the fall back to the edited status message where streaming is unavailable. Follow-up answers come from the real
+streamed in the thread) or, in a run's thread, asks a follow-up; a message to the app in its DM
+outside any thread starts a run there; the agent view's prompts, runs and follow-ups in a DM
+thread; a person pressing Slack's stop button; retried events acting once; and the fall back to
+the edited status message where streaming is unavailable. Follow-up answers come from the real
 follow-up engine against the fake Messages API; the rest from a scripted engine."""
 
 from __future__ import annotations
@@ -180,6 +181,41 @@ async def test_where_streaming_is_unavailable_the_status_message_is_edited(
     second, _ = await bot.research("Globex")
     await bot.engine.parked(second).wait()
     assert len(slack.calls_to("chat.startStream", ok_only=False)) == 1
+
+
+# -- The app's DM, outside the agent view's threads -----------------------------------------
+
+
+async def test_a_message_to_the_app_outside_a_thread_starts_a_run_in_its_dm(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    assert await bot.sender.direct_message("deep Acme Robotics", event_id="Ev1") == (200, "")
+    await bot.sender.direct_message("deep Acme Robotics", event_id="Ev1", retry_num=1)
+    parent = (await slack.wait_for("chat.postMessage"))[0]
+    run_id = button_value(parent.args["blocks"], "research_summarize")
+    await bot.engine.parked(run_id).wait()
+    started = (await slack.wait_for("chat.startStream"))[0]
+
+    assert parent.args["channel"] == "D1" and "thread_ts" not in parent.args
+    assert (started.args["channel"], started.args["thread_ts"]) == ("D1", parent.response["ts"])
+    stored = await bot.store.get_run(run_id)
+    assert (stored.topic, stored.depth.value, stored.origin.channel) == (
+        "Acme Robotics",
+        "deep",
+        "D1",
+    )
+    assert await _only_run(bot) == run_id
+
+
+async def test_a_dm_with_nothing_to_research_says_how_to_ask(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    assert await bot.sender.direct_message("contracts", event_id="Ev1") == (200, "")
+    (said,) = await slack.wait_for("chat.postMessage")
+
+    assert said.args["channel"] == "D1" and not said.args.get("thread_ts")
+    assert "contracts" in said.args["text"].lower()
+    assert await bot.store.list_runs(platform="slack", workspace="T1", limit=10) == []
 
 
 # -- The agent view -------------------------------------------------------------------------
