@@ -308,7 +308,6 @@ async def stream_calls(runs_at_once: int) -> None:
                             budget=budget,
                             origin=origin,
                             options=StreamOptions(mode=mode),
-                            on_stop=lambda run, runs=runs: runs.summarize(run.run_id),
                         )
                         request = Request(topic=f"Company {n}", origin=origin)
                         ids.append((await runs.submit(request, listener)).run_id)

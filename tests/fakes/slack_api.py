@@ -18,11 +18,16 @@ an `upload_url` on this server, so `files_upload_v2` runs its three real steps h
 `response_url`s from `response_url()` are served too (recorded as method "response_url").
 Streaming (`chat.startStream` / `appendStream` / `stopStream`, JSON or form bodies): each stream
 is kept in `streams` with every chunk in order (`tasks()` folds its task updates); in a channel
-`startStream` needs the recipient team and user, as Slack's does. `stop_by_user()` is a person
-pressing Slack's stop button: the stream leaves the streaming state (later appends and stops
-answer `message_not_in_streaming_state`) and it returns the `agent_session_stopped` event Slack
-sends, for `SlackSender.event`. `assistant.threads.setStatus` calls are kept in `statuses`,
-`setTitle` in `titles` and `setSuggestedPrompts` in `suggested_prompts` (the agent view).
+`startStream` needs the recipient team and user, as Slack's does. `expire()` is Slack ending a
+stream by itself (appends paused too long): later appends and stops answer
+`message_not_in_streaming_state`. Agent sessions (`agents.sessions.setStatus`, and
+`chat.stopStream`'s `session_status`) are kept in `sessions` with every status in order; with
+`subscribed_to_stops` off, `setStatus` warns `missing_agent_session_stopped_event_subscription`
+as Slack does. `stop_by_user()` is a person pressing Slack's stop button, which shows only while
+the thread's session is `processing`: the thread's streams leave the streaming state, and it
+returns the `agent_session_stopped` event Slack sends, for `SlackSender.event`.
+`assistant.threads.setStatus` calls are kept in `statuses`, `setTitle` in `titles` and
+`setSuggestedPrompts` in `suggested_prompts` (the agent view).
 `SlackSender` also sends what people say to the app: a mention (`app_mention`), a message in an
 agent-view thread (`message` with `channel_type: im`) and a new agent-view thread
 (`assistant_thread_started`), each in the Events API envelope Slack uses.
@@ -115,7 +120,7 @@ class Stream:
     chunks: list[Json] = field(default_factory=list)
     blocks: list[Json] = field(default_factory=list)
     state: str = "streaming"
-    """streaming | stopped (by the app) | stopped_by_user"""
+    """streaming | stopped (by the app) | stopped_by_user | expired (by Slack)"""
 
     def tasks(self) -> dict[str, Json]:
         """Each task as its latest `task_update` shows it, in the order they first came."""
@@ -133,6 +138,25 @@ class Stream:
         return [c["title"] for c in self.chunks if c.get("type") == "plan_update"]
 
 
+SESSION_STATUSES = ("active", "processing", "suspended", "closed")
+
+
+@dataclass
+class Session:
+    """An agent session as Slack holds it: one thread's lifecycle status."""
+
+    channel: str
+    thread_ts: str
+    title: str
+    initiator: str
+    history: list[str] = field(default_factory=list)
+    """Every status it was set to, in order (by `setStatus` or `stopStream`)."""
+
+    @property
+    def status(self) -> str:
+        return self.history[-1]
+
+
 class SlackError(Exception):
     def __init__(self, error: str, fields: Json | None = None) -> None:
         self.error = error
@@ -143,6 +167,8 @@ class _StreamMethods:
     """`chat.*Stream` and `assistant.threads.setStatus`, mixed into FakeSlack's methods."""
 
     streams: dict[tuple[str, str], Stream]
+    sessions: dict[tuple[str, str], Session]
+    subscribed_to_stops: bool
     statuses: list[Json]
     titles: list[Json]
     suggested_prompts: list[Json]
@@ -182,6 +208,12 @@ class _StreamMethods:
 
     def _chat_stopStream(self, args: Json) -> Json:
         stream = self._streaming(args)
+        wanted = args.get("session_status")
+        if wanted is not None and wanted not in SESSION_STATUSES:
+            raise SlackError("invalid_arguments")
+        session = self.sessions.get((stream.channel, stream.thread_ts))
+        if wanted is not None and session is not None:
+            session.history.append(str(wanted))
         _take_chunks(stream, args)
         stream.blocks = _json_list(args.get("blocks"))
         stream.state = "stopped"
@@ -195,6 +227,25 @@ class _StreamMethods:
         if stream.state != "streaming":
             raise SlackError("message_not_in_streaming_state")
         return stream
+
+    def _agents_sessions_setStatus(self, args: Json) -> Json:
+        channel, thread = str(args.get("channel_id", "")), str(args.get("thread_ts", ""))
+        if args.get("status") not in SESSION_STATUSES or not thread:
+            raise SlackError("invalid_arguments")
+        self._check_channel(channel)
+        if len(str(args.get("title", ""))) > 200:
+            raise SlackError("invalid_arguments")
+        session = self.sessions.setdefault(
+            (channel, thread),
+            Session(
+                channel, thread, str(args.get("title", "")), str(args.get("initiator_user_id", ""))
+            ),
+        )
+        session.history.append(str(args["status"]))
+        answer: Json = {"status": session.status, "title": session.title}
+        if not self.subscribed_to_stops:
+            answer["warning"] = "missing_agent_session_stopped_event_subscription"
+        return answer
 
     def _assistant_threads_setStatus(self, args: Json) -> Json:
         if not args.get("channel_id") or not args.get("thread_ts") or "status" not in args:
@@ -257,6 +308,10 @@ class FakeSlack(_StreamMethods):
         """User id -> the locale `users.info` reports for them (en-US when not set)."""
         self.streams: dict[tuple[str, str], Stream] = {}
         """(channel, ts) -> a streamed message."""
+        self.sessions: dict[tuple[str, str], Session] = {}
+        """(channel, thread ts) -> the agent session of that thread."""
+        self.subscribed_to_stops = True
+        """Whether the app's manifest subscribes to `agent_session_stopped`."""
         self.statuses: list[Json] = []
         """`assistant.threads.setStatus` calls, in order (the status "" clears it)."""
         self.titles: list[Json] = []
@@ -335,19 +390,34 @@ class FakeSlack(_StreamMethods):
         (None: accepted again, as after a reinstall)."""
         self._refusal = error
 
-    def stop_by_user(self, channel: str, ts: str, *, user: str = "U1") -> Json:
-        """A person presses stop on a streaming message: it stops streaming; returns the
-        `agent_session_stopped` event Slack then sends to the app."""
-        stream = self.streams[(channel, ts)]
-        stream.state = "stopped_by_user"
+    def stop_by_user(self, channel: str, thread_ts: str, *, user: str = "U1") -> Json:
+        """A person presses the stop button of the thread's agent session: its streams stop
+        streaming; returns the `agent_session_stopped` event Slack then sends to the app. Slack
+        shows the button only while the session is `processing` (an AssertionError otherwise);
+        the session stays so until the app moves it."""
+        session = self.sessions.get((channel, thread_ts))
+        assert session is not None and session.status == "processing", "no stop button shows"
+        stopped = []
+        for stream in self.streams.values():
+            if (stream.channel, stream.thread_ts, stream.state) == (
+                channel,
+                thread_ts,
+                "streaming",
+            ):
+                stream.state = "stopped_by_user"
+                stopped.append(stream.ts)
         return {
             "type": "agent_session_stopped",
             "channel": channel,
-            "thread_ts": stream.thread_ts,
-            "streaming_message_ts": [ts],
+            "thread_ts": thread_ts,
+            "streaming_message_ts": stopped,
             "user": user,
             "event_ts": self._next_ts(),
         }
+
+    def expire(self, channel: str, ts: str) -> None:
+        """Slack ends a stream by itself (its appends paused past Slack's undocumented limit)."""
+        self.streams[(channel, ts)].state = "expired"
 
     # -- reading what happened -------------------------------------------------------------
 
@@ -355,12 +425,19 @@ class FakeSlack(_StreamMethods):
         return [c for c in self.calls if c.method in methods and (c.ok or not ok_only)]
 
     async def wait_for(
-        self, method: str, count: int = 1, *, where: Callable[[Call], bool] | None = None
+        self,
+        method: str,
+        count: int = 1,
+        *,
+        where: Callable[[Call], bool] | None = None,
+        ok_only: bool = True,
     ) -> list[Call]:
-        """The successful calls to `method` (matching `where`), once there are `count` of them."""
+        """The successful calls to `method` (matching `where`), once there are `count` of them
+        (with `ok_only` off: refused ones too)."""
 
         def found() -> list[Call]:
-            return [c for c in self.calls_to(method) if where is None or where(c)]
+            calls = self.calls_to(method, ok_only=ok_only)
+            return [c for c in calls if where is None or where(c)]
 
         async with asyncio.timeout(WAIT_S), self._changed:
             await self._changed.wait_for(lambda: len(found()) >= count)
@@ -802,25 +879,27 @@ class SlackSender:
         text: str,
         *,
         event_id: str,
-        thread_ts: str,
+        thread_ts: str = "",
         channel: str = "D1",
         user: str = "U1",
         retry_num: int | None = None,
     ) -> tuple[int, str]:
-        """`user` writes in an agent-view thread of their DM with the app."""
+        """`user` writes in an agent-view thread of their DM with the app (or, without
+        `thread_ts`, in the DM itself, outside any thread)."""
         ts = f"{time.time():.6f}"
-        event = {
+        event: Json = {
             "type": "message",
             "channel_type": "im",
             "user": user,
             "text": text,
             "ts": ts,
-            "thread_ts": thread_ts,
             "channel": channel,
             "event_ts": ts,
             "team": self.team,
             "client_msg_id": f"msg-{next(self._ids)}",
         }
+        if thread_ts:
+            event["thread_ts"] = thread_ts
         return await self.event(event, event_id=event_id, retry_num=retry_num)
 
     async def thread_started(

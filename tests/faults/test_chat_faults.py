@@ -84,6 +84,27 @@ async def test_a_rate_limited_final_edit_waits_retry_after_then_lands(
     assert button_value(final.args["blocks"], "research_summarize") == ""
 
 
+async def test_a_final_edit_rate_limited_past_the_sdks_retries_still_lands(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    async with slack_bot(slack, tmp_path / "db.sqlite3") as bot:
+        run_id, ts = await bot.research("Acme Robotics")
+        await bot.engine.parked(run_id).wait()
+        await slack.wait_for("chat.update")
+        # Four 429s in a row: one more than the SDK's own retries.
+        slack.rate_limit("chat.update", times=4, retry_after=0)
+        bot.engine.release.set()
+        await bot.runs.wait(run_id)
+        assert await _delivered(bot.store, run_id)
+
+    edits = slack.calls_to("chat.update", ok_only=False)[1:]
+    assert [c.status for c in edits] == [429, 429, 429, 429, 200]
+    assert edits[-1].args["ts"] == ts
+    shown = slack.messages[("C1", ts)]
+    assert "*Done*" in str(shown["blocks"]) and "Researching" not in str(shown["blocks"])
+    assert button_value(shown["blocks"], "research_summarize") == ""
+
+
 async def test_a_refused_summary_reply_still_uploads_the_report(
     slack: FakeSlack, tmp_path: Path
 ) -> None:

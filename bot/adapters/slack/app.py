@@ -14,6 +14,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack.front import SlackFrontEnd
+from bot.agent import language
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.runs.manager import RunManager
@@ -44,6 +45,9 @@ async def serve_slack(
     `started`."""
     front = SlackFrontEnd(settings, runs, store, client=client)
     await front.check_token()
+    # Loaded now, in a thread: loaded by the first request instead, it would hold every ack of
+    # the moment back (about 2 s on a busy machine).
+    await asyncio.to_thread(language.warm)
     if settings.slack_app_token is not None:
         handler = AsyncSocketModeHandler(front.app, settings.slack_app_token.get_secret_value())
         await handler.connect_async()  # type: ignore[no-untyped-call]

@@ -80,16 +80,8 @@ class AssistantSink(SlackSink):
     async def edit_status(self, run: RunRecord, view: StatusView) -> None:
         if view.finished:
             self._parents.pop((self._channel, self.thread), None)
-        if not self._status_ts:
-            return
-        buttons = not view.finished and not self._resumed
-        with slack_errors():
-            await self._client.chat_update(
-                channel=self._channel,
-                ts=self._status_ts,
-                text=status_text(view),
-                blocks=status_blocks(view, run.run_id, buttons=buttons),
-            )
+        if self._status_ts:
+            await self._edit(run, view, self._status_ts)
 
 
 class SlackAssistant:

@@ -54,6 +54,20 @@ AUTH_ERRORS = frozenset(
     {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
 )
 """Slack's error codes for a token it no longer accepts."""
+UNAVAILABLE = frozenset(
+    {
+        "not_allowed",
+        "not_allowed_token_type",
+        "method_deprecated",
+        "unknown_method",
+        "invalid_arguments",
+        "missing_scope",
+        "feature_not_enabled",
+        "HTTP 404",
+    }
+)
+"""Slack's answers that say this app or workspace cannot use a method at all (streams, agent
+sessions): asking again would get the same."""
 
 Unreachable = Callable[[RunRecord, ChatError], Awaitable[None]]
 """Told when the parent message cannot be posted (the bot is not in a private channel …)."""
@@ -141,6 +155,17 @@ class SlackBudget:
         self.unstreamable: set[str] = set()
         """Workspaces that refused `chat.startStream` as unavailable to this app: runs there
         use the edited status message without asking again (until the process restarts)."""
+        self.sessionless: set[str] = set()
+        """Workspaces that refused agent sessions (`agents.sessions.setStatus`) likewise."""
+        self._warned: set[str] = set()
+
+    def warn_once(self, what: str) -> bool:
+        """True the first time `what` is asked about: a warning about the app's setup is said
+        once per process, not once per run."""
+        if what in self._warned:
+            return False
+        self._warned.add(what)
+        return True
 
     def updates(self, team: str) -> AsyncLimiter:
         """The `chat.update` budget of one workspace."""

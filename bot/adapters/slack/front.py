@@ -1,6 +1,7 @@
 """The Slack front end's handlers on a slack-bolt `AsyncApp`: `/research`, its buttons, the
-summarize reaction, a person stopping a run's stream, mentions (bot/adapters/slack/mentions.py)
-and the agent view (bot/adapters/slack/assistant.py); and the listeners that finish interrupted
+summarize reaction, a person pressing Slack's stop button, mentions and DMs to the app
+(bot/adapters/slack/mentions.py), the agent view (bot/adapters/slack/assistant.py) and whatever
+none of them takes (bot/adapters/slack/ingress.py); and the listeners that finish interrupted
 runs and follow-ups in their old threads."""
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bot.adapters.slack.client import (
 )
 from bot.adapters.slack.export import SlackExports
 from bot.adapters.slack.followup import SlackThreads
+from bot.adapters.slack.ingress import Unoffered, on_error
 from bot.adapters.slack.mentions import SlackMentions
 from bot.adapters.slack.render import (
     ACTION_CANCEL,
@@ -106,7 +108,10 @@ class SlackFrontEnd:
             client=self.client,
             name="research-bot",
             signing_secret=secret.get_secret_value() if secret else "",
+            raise_error_for_unhandled_request=True,  # answered 2xx by `on_error`, not 404
         )
+        self.app.error(on_error)
+        self.app.middleware(Unoffered())  # before the agent view's middleware reads payloads
         self.app.command(COMMAND)(self._on_command)
         self.app.action(ACTION_SUMMARIZE)(self._on_summarize)
         self.app.action(ACTION_CANCEL)(self._on_cancel)
@@ -115,12 +120,14 @@ class SlackFrontEnd:
             self.service, store, self._parents, emoji=settings.summarize_emoji
         )
         self.app.event("reaction_added")(summarize.on_reaction)
-        self.app.event("agent_session_stopped")(summarize.on_stream_stopped)
+        self.app.event("agent_session_stopped")(summarize.on_stop)
         self.threads = SlackThreads(
             self.client, store, self.budget, followups or FollowUps(store, runs), self._parents
         )
-        self.app.event("app_mention")(SlackMentions(self, self.threads, store).on_mention)
+        mentions = SlackMentions(self, self.threads, store)
+        self.app.event("app_mention")(mentions.on_mention)
         self.app.assistant(SlackAssistant(self, self.threads, store).assistant)
+        self.app.event("message")(mentions.on_message)  # what the agent view left
 
     def listener_for(self, run: RunRecord) -> RunListener | None:
         """For `RunManager.recover`: a Slack run or follow-up finishes in its old thread; others
@@ -190,7 +197,6 @@ class SlackFrontEnd:
             budget=self.budget,
             origin=origin,
             options=StreamOptions(mode=self._streaming),
-            on_stop=lambda run: self._runs.summarize(run.run_id),
             edit_interval_s=self._edit_interval,
         )
 

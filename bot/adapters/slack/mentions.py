@@ -1,7 +1,9 @@
-"""Mentions of the bot in a channel (`app_mention`): `@research-bot Acme Robotics` starts a run
-there as `/research Acme Robotics` would; a mention in a run's thread is a follow-up question
-about that run, answered in the thread. A refusal is said to the person alone (ephemeral).
-Slack retries events: each mention acts once, even across restarts."""
+"""Requests to the bot outside the agent view. A mention in a channel (`app_mention`):
+`@research-bot Acme Robotics` starts a run there as `/research Acme Robotics` would; a mention in
+a run's thread is a follow-up question about that run, answered in the thread. A message to the
+app in its DM outside any thread (`message.im`; threads there are the agent view's) starts a run
+in the DM the same way. A refusal is said to the person alone. Slack retries events: each acts
+once, even across restarts."""
 
 from __future__ import annotations
 
@@ -62,3 +64,22 @@ class SlackMentions:
         except (RequestError, NotFoundError) as error:
             reply = Reply.of(error) if isinstance(error, RequestError) else Reply(text=str(error))
             await self._threads.tell(caller, thread, reply_text(reply), privately=True)
+
+    async def on_message(
+        self, event: dict[str, Any], body: dict[str, Any], context: AsyncBoltContext
+    ) -> None:
+        """Any `message` event bolt's agent view left: only a person's own new message in the
+        app's DM is a request; edits, deletions, files, bots and other channels are not."""
+        if event.get("channel_type") != "im" or event.get("thread_ts"):
+            return
+        if event.get("subtype") or event.get("bot_id") or not event.get("user"):
+            return
+        if not await first_delivery(self._store, body):
+            return
+        caller = event_caller(body, user=str(event["user"]), channel=str(event.get("channel", "")))
+        text = message_text_to_bot(str(event.get("text", "")), context.bot_user_id)
+        try:
+            await self._runs.research(caller, research_request(text))
+        except RequestError as error:
+            # Only this person reads their DM with the app: the answer is an ordinary message.
+            await self._threads.tell(caller, "", reply_text(Reply.of(error)), privately=False)

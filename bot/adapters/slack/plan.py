@@ -110,6 +110,12 @@ class StreamPlan:
         self._changed.clear()
         return chunks
 
+    def resend(self) -> None:
+        """The next `updates()` carries the title and every task again: for a new stream that
+        takes over from one Slack closed."""
+        self._title_changed = True
+        self._changed = dict.fromkeys(self.tasks)
+
     def title_chunk(self) -> PlanUpdateChunk:
         """The plan's title as it stands (a keep-alive that changes nothing on screen)."""
         return PlanUpdateChunk(title=safe_plain(self.title))

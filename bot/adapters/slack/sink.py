@@ -1,12 +1,16 @@
 """The Slack `ChatSink`: a run's parent message in its channel, edited in place, replies in its
-thread, and the report uploaded there."""
+thread, and the report uploaded there. The last edit of the status outlasts Slack's rate limits:
+until it lands, the message says the run is still researching."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.adapters.chat.sink import ChatError, StatusView
 from bot.adapters.slack.client import (
@@ -27,6 +31,10 @@ from bot.domain import RunRecord
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
+
+LAST_EDIT_PATIENCE_S = 600.0
+"""How long a run's last status edit is tried again, after each 429's Retry-After, once the
+SDK's own retries (`RATE_LIMIT_RETRIES`) are spent."""
 
 
 class SlackSink:
@@ -62,6 +70,11 @@ class SlackSink:
     def thread(self) -> str:
         return self._ts
 
+    @property
+    def resumed(self) -> bool:
+        """Finished by this process for an earlier one (recovered, or delivered again)."""
+        return self._resumed
+
     async def post_status(self, run: RunRecord, view: StatusView) -> None:
         view.run_id = view.run_id or run.run_id
         if self._ts:
@@ -92,14 +105,30 @@ class SlackSink:
             return
         if view.finished:
             self._parents.pop((self._channel, self._ts), None)
+        await self._edit(run, view, self._ts)
+
+    async def _edit(self, run: RunRecord, view: StatusView, ts: str) -> None:
+        """Edit the status message at `ts`; an intermediate edit that meets a 429 is left to the
+        next one, the last one waits and tries again."""
         buttons = not view.finished and not self._resumed
-        with slack_errors():
-            await self._client.chat_update(
-                channel=self._channel,
-                ts=self._ts,
-                text=status_text(view),
-                blocks=status_blocks(view, run.run_id, buttons=buttons),
-            )
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + (LAST_EDIT_PATIENCE_S if view.finished else 0.0)
+        while True:
+            try:
+                with slack_errors():
+                    await self._client.chat_update(
+                        channel=self._channel,
+                        ts=ts,
+                        text=status_text(view),
+                        blocks=status_blocks(view, run.run_id, buttons=buttons),
+                    )
+                return
+            except ChatError as error:
+                wait = _retry_after(error.__cause__)
+                if wait is None or loop.time() + wait > give_up:
+                    raise
+            log.info("run %s: its last edit is rate-limited: again in %.0f s", run.run_id, wait)
+            await asyncio.sleep(wait)
 
     async def reply(self, run: RunRecord, text: str) -> None:
         if self._ts:
@@ -125,3 +154,16 @@ class SlackSink:
         await post_message(
             self._client, self._budget, self._channel, text=text, blocks=blocks, thread_ts=self._ts
         )
+
+
+def _retry_after(error: BaseException | None) -> float | None:
+    """Seconds Slack asked us to wait when it answered 429 (1 if it did not say); else None."""
+    if not isinstance(error, SlackApiError) or not isinstance(error.response, AsyncSlackResponse):
+        return None
+    if error.response.status_code != 429:
+        return None
+    value = error.response.headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else 1.0
+    except (TypeError, ValueError):
+        return 1.0

@@ -1,19 +1,24 @@
-"""Slack's live plan: a run's progress as one streamed reply in its thread (`chat.startStream`,
-`appendStream`, `stopStream` with `task_display_mode="plan"`), a loading status until the first
-step shows, and the TL;DR and the report's actions when the stream stops.
+"""Slack's live plan: a run's progress as a streamed reply in its thread (`chat.startStream`,
+`appendStream`, `stopStream` with `task_display_mode="plan"`), the thread's loading status and
+agent session (bot/adapters/slack/session.py), and the TL;DR and the report's actions when the
+stream stops.
 
 The run's parent message (with its buttons) is still posted and edited once at the end by the
 `ChatProgress` underneath, kept quiet while the stream shows the progress. Where streaming is
 unavailable, or the stream fails, that `ChatProgress` speaks again for the rest of the run: it
-has seen every event, so nothing is lost. A stream Slack no longer accepts
-(`message_not_in_streaming_state`: a person pressed stop) means Summarize now.
+has seen every event, so nothing is lost.
+
+Slack also ends a stream by itself (appends paused past an undocumented limit; a person pressed
+stop): later calls answer `message_not_in_streaming_state`. That alone never stops the run: the
+plan goes on in a new stream in the thread, carrying every task again, at most `MAX_STREAMS` a
+run. A person's stop reaches the run only as the `agent_session_stopped` event (Summarize now,
+bot/adapters/slack/summarize.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,9 +28,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.sink import ChatError, StatusView, outcome_summary
-from bot.adapters.slack.client import SlackBudget, slack_errors
+from bot.adapters.slack.client import UNAVAILABLE, SlackBudget, slack_errors
 from bot.adapters.slack.plan import StreamPlan
 from bot.adapters.slack.render import MARKDOWN_CHARS, closing_blocks, safe_markdown
+from bot.adapters.slack.session import ThreadStatus
 from bot.adapters.slack.sink import SlackSink
 from bot.agent.events import Event, Notice
 from bot.domain import Origin, RunRecord
@@ -34,25 +40,12 @@ from bot.runs.manager import Outcome
 log = logging.getLogger(__name__)
 
 StreamingMode = Literal["auto", "on", "off"]
-OnStop = Callable[[RunRecord], object]
-"""Told when a person stopped the run's stream in Slack: the front end asks for Summarize now."""
 
-STOPPED = "message_not_in_streaming_state"
-UNAVAILABLE = frozenset(
-    {
-        "not_allowed",
-        "not_allowed_token_type",
-        "method_deprecated",
-        "unknown_method",
-        "invalid_arguments",
-        "missing_scope",
-        "feature_not_enabled",
-        "HTTP 404",
-    }
-)
-"""Slack's answers to `chat.startStream` that say this app or workspace cannot stream."""
-LOADING_STATUS = "is researching…"
-LOADING_MESSAGES = ["Planning the search…", "Searching the web…", "Reading the first sources…"]
+CLOSED = "message_not_in_streaming_state"
+"""Slack's answer once it no longer takes a stream: it timed out, or a person pressed stop."""
+MAX_STREAMS = 4
+"""Streams one run may start (the first and the ones that take over from a closed one); past
+that, the edited status message shows the rest."""
 
 
 @dataclass(frozen=True)
@@ -63,7 +56,7 @@ class StreamOptions:
     """At most one `chat.appendStream` per run per interval; it carries every change since."""
     keepalive_s: float = 30.0
     """With nothing to show for this long, the plan's title is sent again: Slack keeps the
-    stream open, and a stream a person stopped is noticed while the run is busy elsewhere."""
+    stream open, and a stream Slack closed anyway is noticed while the run is busy elsewhere."""
 
 
 def slack_progress(
@@ -74,7 +67,6 @@ def slack_progress(
     budget: SlackBudget,
     origin: Origin,
     options: StreamOptions,
-    on_stop: OnStop,
     edit_interval_s: float = 3.0,
 ) -> ChatProgress | StreamingProgress:
     """The listener for one Slack run: the streamed plan, or (off, or a workspace that has
@@ -86,9 +78,7 @@ def slack_progress(
         options.mode == "auto" and origin.workspace in budget.unstreamable
     ):
         return edits
-    return StreamingProgress(
-        client, sink, edits, budget=budget, origin=origin, options=options, on_stop=on_stop
-    )
+    return StreamingProgress(client, sink, edits, budget=budget, origin=origin, options=options)
 
 
 class StreamingProgress:
@@ -103,7 +93,6 @@ class StreamingProgress:
         budget: SlackBudget,
         origin: Origin,
         options: StreamOptions,
-        on_stop: OnStop,
     ) -> None:
         self._client = client
         self._sink = sink
@@ -112,18 +101,21 @@ class StreamingProgress:
         self._budget = budget
         self._origin = origin
         self._options = options
-        self._on_stop = on_stop
         self._plan = StreamPlan(edits.view.topic)
+        self._status = ThreadStatus(
+            client, budget, origin, title=edits.view.topic, inherited=sink.resumed
+        )
         self._notes: list[str] = []
+        """Safe Markdown waiting for the stream, in order."""
         self._stream: AsyncChatStream | None = None
+        """The stream that takes appends; None before the first and after Slack closed one."""
+        self._streams = 0
         self._streaming = True
         """False once it fell back to the status message, for the rest of the run."""
         self._begun = False
-        self._loading = False
-        self._no_status = False
         self._dirty = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
-        self._sending: asyncio.Future[None] | None = None
+        self._sending: asyncio.Future[bool] | None = None
 
     @property
     def view(self) -> StatusView:
@@ -135,65 +127,115 @@ class StreamingProgress:
             return
         if not self._begun:
             self._begun = True
-            await self._set_loading(run, True)
+            await self._status.begin(run, self._sink.thread)
         changed = self._plan.apply(event)
         if isinstance(event, Notice):
-            self._notes.append(event.message)
+            self._notes.append(safe_markdown(event.message) + "\n")
             changed = True
         if not changed or not (self._plan.has_tasks or self._notes):
             return
-        await self._set_loading(run, False)
+        await self._status.loading(run, False)
         if not self._streaming:
             return
-        if self._stream is None:
-            await self._start(run)
+        if self._flusher is None:
+            # The first words start the stream at once; the flusher coalesces the rest.
+            if await self._send(run, self._pending()):
+                self._flusher = asyncio.create_task(self._flush(run), name=f"stream-{run.run_id}")
         else:
             self._dirty.set()
 
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         await self._stop_flusher()
-        await self._set_loading(run, False)
-        if self._streaming and self._sink.thread:
-            await self._close(run, outcome)
-        await self._edits.on_finished(run, outcome)
+        await self._status.loading(run, False)
+        try:
+            if self._streaming and self._sink.thread:
+                await self._close(run, outcome)
+            await self._edits.on_finished(run, outcome)
+        finally:
+            # Not while this delivery is being cancelled: it is delivered again at the next
+            # start, which ends the session then.
+            if not _cancelling():
+                await self._status.end(run, self._sink.thread)
 
-    async def _start(self, run: RunRecord) -> None:
+    async def _send(self, run: RunRecord, chunks: list[Chunk], *, news: bool = True) -> bool:
+        """Append `chunks` to the stream, or start a stream with them. False once the status
+        message has taken over."""
+        if self._stream is None:
+            return await self._open(run, chunks)
+        try:
+            async with self._budget.appends(self._origin.workspace):
+                with slack_errors():
+                    await self._stream.append(chunks=chunks)
+        except ChatError as error:
+            if _code(error) != CLOSED:
+                self._fall_back(run, "chat.appendStream", error)
+                return False
+            log.info("run %s: Slack closed its stream: the plan goes on in a new one", run.run_id)
+            self._closed(chunks)
+            if news:
+                self._dirty.set()
+        return True
+
+    async def _open(self, run: RunRecord, chunks: list[Chunk]) -> bool:
         limiter = self._budget.stream_ends("chat.startStream", self._origin.workspace)
-        if not limiter.has_capacity():
-            # Waiting would hold back this run's whole thread: it shows as edits instead.
-            log.info("run %s: no stream budget left in this workspace: editing", run.run_id)
+        if self._streams >= MAX_STREAMS or not limiter.has_capacity():
+            # Waiting for the budget would hold back this run's whole thread.
+            log.info("run %s: no stream budget or streams left: editing", run.run_id)
             self._streaming = False
             self._edits.speak(run)
-            return
-        self._stream = await self._open_stream()
+            return False
+        first = self._streams == 0
+        self._streams += 1
+        stream = await self._open_stream()
         try:
             async with limiter:
                 with slack_errors():
-                    await self._stream.append(chunks=self._pending())
+                    await stream.append(chunks=chunks)
         except ChatError as error:
-            self._fall_back(run, "chat.startStream", error, starting=True)
-            return
-        self._flusher = asyncio.create_task(self._flush(run), name=f"stream-{run.run_id}")
+            self._fall_back(run, "chat.startStream", error, starting=first)
+            return False
+        self._stream = stream
+        return True
+
+    def _closed(self, unsent: list[Chunk]) -> None:
+        """Slack no longer takes the stream: the next one carries the whole plan again, and the
+        text that did not get through."""
+        self._stream = None
+        self._plan.resend()
+        self._notes[:0] = [c.text for c in unsent if isinstance(c, MarkdownTextChunk)]
 
     async def _close(self, run: RunRecord, outcome: Outcome) -> None:
-        """Stop the stream with the last task updates, the TL;DR, and the report's actions."""
+        """Stop the stream with the last task updates, the TL;DR, the report's actions and the
+        session's next status; a stream Slack closed gives way to a new one that says it all."""
         self._plan.finish(succeeded=outcome.report is not None)
         summary = safe_markdown(outcome_summary(outcome))[:MARKDOWN_CHARS]
-        chunks = [*self._pending(), MarkdownTextChunk(text=summary)]
         has_report = outcome.markdown is not None and outcome.filename is not None
-        starting = self._stream is None
-        stream = self._stream or await self._open_stream()
+        blocks = closing_blocks(run.run_id, has_report=has_report)
+        chunks = [*self._pending(), MarkdownTextChunk(text=summary)]
         team = self._origin.workspace
-        try:
-            if starting:  # stop() starts it first
-                await self._budget.stream_ends("chat.startStream", team).acquire()
-            async with self._budget.stream_ends("chat.stopStream", team):
-                with slack_errors():
-                    await stream.stop(
-                        chunks=chunks, blocks=closing_blocks(run.run_id, has_report=has_report)
-                    )
-        except ChatError as error:
-            self._fall_back(run, "chat.stopStream", error, starting=starting, ending=True)
+        for attempt in (1, 2):
+            starting = self._stream is None
+            stream = self._stream or await self._open_stream()
+            try:
+                if starting:  # stop() starts it first
+                    await self._budget.stream_ends("chat.startStream", team).acquire()
+                async with self._budget.stream_ends("chat.stopStream", team):
+                    with slack_errors():
+                        await stream.stop(
+                            chunks=chunks,
+                            blocks=blocks,
+                            session_status=self._status.closing_status,
+                        )
+            except ChatError as error:
+                if attempt == 1 and not starting and _code(error) == CLOSED:
+                    log.info("run %s: Slack closed its stream: closing in a new one", run.run_id)
+                    self._closed(chunks)
+                    chunks = self._pending()
+                    continue
+                self._fall_back(run, "chat.stopStream", error, starting=starting, ending=True)
+                return
+            self._status.ended_by_stream()
+            return
 
     async def _open_stream(self) -> AsyncChatStream:
         return await self._client.chat_stream(
@@ -207,35 +249,33 @@ class StreamingProgress:
 
     def _pending(self) -> list[Chunk]:
         chunks: list[Chunk] = self._plan.updates()
-        chunks += [MarkdownTextChunk(text=safe_markdown(note) + "\n") for note in self._notes]
+        chunks += [MarkdownTextChunk(text=note) for note in self._notes]
         self._notes.clear()
         return chunks
 
     async def _flush(self, run: RunRecord) -> None:
         # Coalesce: one append per interval carries every change since the last one.
-        assert self._stream is not None
         while self._streaming:
-            try:
-                async with asyncio.timeout(self._options.keepalive_s):
-                    await self._dirty.wait()
-            except TimeoutError:
-                pass
+            news = await self._news()
+            if not news and self._stream is None:
+                continue  # nothing to keep alive: a new stream starts with the next change
             self._dirty.clear()
-            chunks = self._pending() or [self._plan.title_chunk()]
+            pending = self._pending()
+            chunks = pending or [self._plan.title_chunk()]
             # Shielded: stopping the flusher must not abort an append mid-request, or Slack
             # might apply it after the stream's last words.
-            self._sending = asyncio.ensure_future(self._append(run, chunks))
+            self._sending = asyncio.ensure_future(self._send(run, chunks, news=bool(pending)))
             await asyncio.shield(self._sending)
             await asyncio.sleep(self._options.append_interval_s)
 
-    async def _append(self, run: RunRecord, chunks: list[Chunk]) -> None:
-        assert self._stream is not None
+    async def _news(self) -> bool:
+        """Wait for a change; False when the keep-alive is due first."""
         try:
-            async with self._budget.appends(self._origin.workspace):
-                with slack_errors():
-                    await self._stream.append(chunks=chunks)
-        except ChatError as error:
-            self._fall_back(run, "chat.appendStream", error)
+            async with asyncio.timeout(self._options.keepalive_s):
+                await self._dirty.wait()
+        except TimeoutError:
+            return False
+        return True
 
     async def _stop_flusher(self) -> None:
         if self._flusher is not None:
@@ -253,13 +293,10 @@ class StreamingProgress:
         starting: bool = False,
         ending: bool = False,
     ) -> None:
-        """The status message shows the rest of the run; a stopped stream means Summarize now."""
+        """The status message shows the rest of the run."""
         self._streaming = False
-        code = error.reason.split(":", 1)[0]
-        if code == STOPPED and not ending:
-            log.info("run %s: its stream was stopped in Slack: summarizing", run.run_id)
-            self._on_stop(run)
-        elif starting and code in UNAVAILABLE and self._options.mode == "auto":
+        code = _code(error)
+        if starting and code in UNAVAILABLE and self._options.mode == "auto":
             self._budget.unstreamable.add(self._origin.workspace)
             log.info("run %s: streaming unavailable here (%s): editing instead", run.run_id, code)
         else:
@@ -269,20 +306,12 @@ class StreamingProgress:
         else:
             self._edits.speak(run)
 
-    async def _set_loading(self, run: RunRecord, on: bool) -> None:
-        """Slack's loading status in the thread; a refusal is logged once and never retried."""
-        if self._no_status or on == self._loading:
-            return
-        try:
-            with slack_errors():
-                await self._client.assistant_threads_setStatus(
-                    channel_id=self._origin.channel,
-                    thread_ts=self._sink.thread,
-                    status=LOADING_STATUS if on else "",
-                    loading_messages=LOADING_MESSAGES if on else None,
-                )
-        except ChatError as error:
-            self._no_status = True
-            log.warning("run %s: no loading status in Slack: %s", run.run_id, error.reason)
-            return
-        self._loading = on
+
+def _code(error: ChatError) -> str:
+    """Slack's error code, without the scope it may name."""
+    return error.reason.split(":", 1)[0]
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

@@ -1,15 +1,20 @@
 """Summarize now without the button, on Slack: the summarize reaction (:memo:) on a run's
-message, and a person pressing stop on its streamed reply (`agent_session_stopped`). Both go
-through the command service's rules for the button; neither has anywhere to answer, so a
-refusal is only logged. Slack retries events: each acts once, even across restarts."""
+message, and a person pressing Slack's stop button in a run's thread (`agent_session_stopped`,
+shown while the run's agent session is `processing`). Both go through the command service's
+rules for the button; neither has anywhere to answer, so a refusal is only logged. A stop in a
+thread where no run of this process works moves its session out of `processing`, so the button
+goes. Slack retries events: each acts once, even across restarts."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
+from slack_sdk.web.async_client import AsyncWebClient
+
 from bot.adapters.chat.service import CommandService, Refused
 from bot.adapters.slack.service import event_caller, first_delivery
+from bot.adapters.slack.session import settle
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
@@ -36,19 +41,28 @@ class SummarizeEvents:
         item = event.get("item") or {}
         if event.get("reaction") != self._emoji or item.get("type") != "message":
             return
-        await self._summarize(body, str(item.get("channel")), str(item.get("ts")), event)
+        run_id = self._parents.get((str(item.get("channel")), str(item.get("ts"))))
+        if run_id is not None and await first_delivery(self._store, body):
+            self._summarize(body, str(item.get("channel")), run_id, event)
 
-    async def on_stream_stopped(self, event: dict[str, Any], body: dict[str, Any]) -> None:
-        """Stop pressed on a streamed reply: `thread_ts` is the thread of the run streaming."""
-        channel = str(event.get("channel", ""))
-        await self._summarize(body, channel, str(event.get("thread_ts", "")), event)
-
-    async def _summarize(
-        self, body: dict[str, Any], channel: str, parent: str, event: dict[str, Any]
+    async def on_stop(
+        self, event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient
     ) -> None:
-        run_id = self._parents.get((channel, parent))
-        if run_id is None or not await first_delivery(self._store, body):
+        """Stop pressed in a thread: `thread_ts` is the run's thread (its parent message, or the
+        person's agent-view thread)."""
+        channel, thread = str(event.get("channel", "")), str(event.get("thread_ts", ""))
+        if not channel or not thread or not await first_delivery(self._store, body):
             return
+        run_id = self._parents.get((channel, thread))
+        if run_id is None:
+            log.info("slack: stop pressed in %s/%s, where nothing of ours runs", channel, thread)
+            await settle(client, channel, thread)
+            return
+        self._summarize(body, channel, run_id, event)
+
+    def _summarize(
+        self, body: dict[str, Any], channel: str, run_id: str, event: dict[str, Any]
+    ) -> None:
         caller = event_caller(body, user=str(event.get("user", "")), channel=channel)
         try:
             await self._service.press(caller, "summarize", run_id)

@@ -161,7 +161,10 @@ def test_the_manifest_asks_for_what_the_app_uses() -> None:
     events += ["assistant_thread_context_changed", "agent_session_stopped"]
     for event in events:
         assert f"      - {event}\n" in manifest
-    assert "  assistant_view:\n" in manifest and "    messages_tab_enabled: true\n" in manifest
+    # Slack's current schema: the agent view, not the assistant view it replaces.
+    assert "  agent_view:\n    agent_description: " in manifest
+    assert "assistant_view" not in manifest and "assistant_description" not in manifest
+    assert "    messages_tab_enabled: true\n" in manifest
     prompts = re.findall(r"^      - title: \"?(.+?)\"?\n        message: (.+)$", manifest, re.M)
     assert [{"title": t, "message": m} for t, m in prompts] == SUGGESTED_PROMPTS
     assert "socket_mode_enabled: true" in manifest

@@ -1,6 +1,7 @@
 """Slack's live plan, seen from a fake Slack: a run streamed into its thread (tasks, statuses,
-sources, the TL;DR, the closing actions), the loading status, the fall back to the edited status
-message, a person stopping the stream (= Summarize now), and a rate-limited append."""
+sources, the TL;DR, the closing actions), the loading status and the agent session, the fall back
+to the edited status message, a stream Slack closed by itself (the run goes on in a new one), and
+a rate-limited append."""
 
 from __future__ import annotations
 
@@ -18,13 +19,9 @@ from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.sink import StatusView
 from bot.adapters.slack.client import SlackBudget, make_client
 from bot.adapters.slack.render import markdown_blocks, safe_markdown
+from bot.adapters.slack.session import LOADING_STATUS, NOT_SUBSCRIBED
 from bot.adapters.slack.sink import SlackSink
-from bot.adapters.slack.stream import (
-    LOADING_STATUS,
-    StreamingProgress,
-    StreamOptions,
-    slack_progress,
-)
+from bot.adapters.slack.stream import StreamingProgress, StreamOptions, slack_progress
 from bot.config import Settings
 from bot.domain import Depth, Origin, Request, RunRecord
 from bot.runs.manager import RunManager
@@ -62,7 +59,6 @@ class World:
             budget=self.budget,
             origin=ORIGIN,
             options=StreamOptions(mode=mode, **options),  # type: ignore[arg-type]
-            on_stop=lambda run: self.runs.summarize(run.run_id),
             edit_interval_s=0.0,
         )
 
@@ -241,23 +237,115 @@ async def test_on_mode_falls_back_too_and_keeps_asking(
     assert isinstance(world.listener("off"), ChatProgress)
 
 
-async def test_a_person_stopping_the_stream_means_summarize_now(world: World) -> None:
+async def test_a_stream_slack_closed_goes_on_in_a_new_one_and_the_run_is_not_stopped(
+    world: World,
+) -> None:
     run_id = await world.start(keepalive_s=0.01, append_interval_s=0.0)
-    await world.slack.wait_for("chat.startStream")
-    stream = world.stream()
-    event = world.slack.stop_by_user("C1", stream.ts)
-    assert event["streaming_message_ts"] == [stream.ts]
+    first = (await world.slack.wait_for("chat.startStream"))[0].response["ts"]
+    world.slack.expire("C1", first)
+    # The next keep-alive finds the stream closed; the run goes on.
+    refused = await world.slack.wait_for(
+        "chat.appendStream", where=lambda c: c.error is not None, ok_only=False
+    )
+    assert refused[0].error == "message_not_in_streaming_state"
 
-    await world.runs.wait(run_id)
+    record = await world.finish(run_id)
 
-    record = await world.store.get_run(run_id)
-    assert record.termination_reason == "forced_synthesized"
-    refused = world.slack.calls_to("chat.appendStream", ok_only=False)[-1]
-    assert refused.error == "message_not_in_streaming_state"
-    # The rest of the run shows as today: the summary in the thread, the report file.
-    replies = _thread_replies(world.slack, stream.thread_ts)
-    assert "Done (summarized on request)" in replies[-1]
-    assert await world.slack.wait_for("files.completeUploadExternal")
+    assert record.termination_reason == "completed"
+    assert not world.engine.controls[run_id].summarize_requested.is_set()
+    old, new = world.slack.streams.values()
+    assert (old.ts, old.state, new.state) == (first, "expired", "stopped")
+    assert new.thread_ts == old.thread_ts
+    # The new stream carries the whole plan, not only what changed after the old one closed.
+    tasks = new.tasks()
+    assert list(tasks) == ["call-call1", "call-call2", "call-call3", "write-up"]
+    assert {t["status"] for t in tasks.values()} == {"complete"}
+    assert new.titles()[0] == "Researching Acme Robotics"
+    assert "TL;DR: Acme Robotics builds warehouse robots [1]." in new.text()
+    assert _thread_replies(world.slack, old.thread_ts) == []
+
+
+async def test_a_stream_slack_closed_before_its_stop_closes_in_a_new_one(world: World) -> None:
+    run_id = await world.start(append_interval_s=60.0)
+    await world.slack.wait_for("chat.appendStream")
+    first = world.stream()
+    world.slack.expire("C1", first.ts)
+
+    record = await world.finish(run_id)
+
+    assert record.termination_reason == "completed"
+    refused = world.slack.calls_to("chat.stopStream", ok_only=False)[0]
+    assert (refused.args["ts"], refused.error) == (first.ts, "message_not_in_streaming_state")
+    new = list(world.slack.streams.values())[-1]
+    assert (new.state, len(world.slack.streams)) == ("stopped", 2)
+    assert list(new.tasks()) == ["call-call1", "call-call2", "call-call3", "write-up"]
+    assert "TL;DR: Acme Robotics builds warehouse robots [1]." in new.text()
+    assert [b["type"] for b in new.blocks if b["type"] == "actions"] == ["actions"]
+    assert _thread_replies(world.slack, first.thread_ts) == []
+    # The session ends with the new stream's stop.
+    session = world.slack.sessions[("C1", first.thread_ts)]
+    assert session.history == ["processing", "active"]
+
+
+async def test_a_run_is_an_agent_session_while_it_works(world: World) -> None:
+    run_id = await world.start()
+    parent = (await world.slack.wait_for("chat.postMessage"))[0].response["ts"]
+    await world.slack.wait_for("agents.sessions.setStatus")
+    session = world.slack.sessions[("C1", parent)]
+    # Processing while it works: Slack shows its stop button in the thread.
+    assert (session.status, session.title, session.initiator) == (
+        "processing",
+        "Acme Robotics",
+        "U1",
+    )
+
+    await world.finish(run_id)
+
+    # Its stream's stop moves it on: the thread stays open for questions, the button goes.
+    assert session.history == ["processing", "active"]
+    (stop,) = world.slack.calls_to("chat.stopStream")
+    assert stop.args["session_status"] == "active"
+    assert len(world.slack.calls_to("agents.sessions.setStatus")) == 1
+
+
+async def test_without_a_stream_the_session_still_ends(world: World) -> None:
+    world.slack.fail("chat.startStream", "not_allowed")
+    record = await world.finish(await world.start())
+
+    assert record.termination_reason == "completed"
+    parent = world.slack.calls_to("chat.postMessage")[0].response["ts"]
+    assert world.slack.sessions[("C1", parent)].history == ["processing", "active"]
+
+
+async def test_a_workspace_without_agent_sessions_is_not_asked_again(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.slack.fail("agents.sessions.setStatus", "not_allowed")
+    with caplog.at_level(logging.WARNING, logger="bot.adapters.slack.session"):
+        first = await world.finish(await world.start())
+        world.engine.release.clear()
+        second = await world.finish(await world.start())
+
+    assert first.termination_reason == second.termination_reason == "completed"
+    assert len(world.slack.calls_to("agents.sessions.setStatus", ok_only=False)) == 1
+    assert "T1" in world.budget.sessionless
+    assert world.slack.sessions == {}
+    assert all("session_status" not in c.args for c in world.slack.calls_to("chat.stopStream"))
+    assert sum("no agent session" in r.message for r in caplog.records) == 1
+
+
+async def test_an_app_not_subscribed_to_stops_is_told_once(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.slack.subscribed_to_stops = False
+    with caplog.at_level(logging.WARNING, logger="bot.adapters.slack.session"):
+        await world.finish(await world.start())
+        world.engine.release.clear()
+        await world.finish(await world.start())
+
+    warned = [r.message for r in caplog.records if "agent_session_stopped" in r.message]
+    assert len(warned) == 1 and "slack-manifest.yaml" in warned[0]
+    assert NOT_SUBSCRIBED == "missing_agent_session_stopped_event_subscription"
 
 
 async def test_a_rate_limited_append_is_retried_by_the_sdk(world: World) -> None:

@@ -1,8 +1,9 @@
 """Slack's other ways in, seen from the fake Slack: a mention in a channel starts a run (its plan
-streamed in the thread) or, in a run's thread, asks a follow-up; the agent view's prompts, runs
-and follow-ups in a DM thread; a person stopping a stream; retried events acting once; and the
-fall back to the edited status message where streaming is unavailable. Follow-up answers come
-from the real follow-up engine against the fake Messages API; the rest from a scripted engine."""
+streamed in the thread) or, in a run's thread, asks a follow-up; a message to the app in its DM
+outside any thread starts a run there; the agent view's prompts, runs and follow-ups in a DM
+thread; a person pressing Slack's stop button; retried events acting once; and the fall back to
+the edited status message where streaming is unavailable. Follow-up answers come from the real
+follow-up engine against the fake Messages API; the rest from a scripted engine."""
 
 from __future__ import annotations
 
@@ -124,23 +125,42 @@ async def test_a_mention_while_the_run_researches_is_refused_in_its_thread(
 # -- A person stopping the stream, and no streaming at all --------------------------------
 
 
-async def test_a_person_stopping_the_stream_summarizes_the_run(
-    bot: SlackWorld, slack: FakeSlack
-) -> None:
+async def test_a_person_pressing_stop_summarizes_the_run(bot: SlackWorld, slack: FakeSlack) -> None:
     run_id, ts = await bot.research("Acme Robotics")
     await bot.engine.parked(run_id).wait()
     started = (await slack.wait_for("chat.startStream"))[0]
+    await slack.wait_for("agents.sessions.setStatus")
 
-    stopped = slack.stop_by_user("C1", started.response["ts"], user="U2")
+    stopped = slack.stop_by_user("C1", ts, user="U2")
+    assert stopped["streaming_message_ts"] == [started.response["ts"]]
     assert await bot.sender.event(stopped, event_id="EvStop") == (200, "")
     await bot.sender.event(stopped, event_id="EvStop", retry_num=1)
     await bot.runs.wait(run_id)
 
     stored = await bot.store.get_run(run_id)
     assert (stored.status, stored.termination_reason) == (RunStatus.DONE, "forced_synthesized")
-    # The stream is gone: the run's closing says its summary in the thread, and the report.
-    assert slack.thread("C1", ts)[-1].startswith("Done (summarized on request) · ")
+    # The stream Slack stopped stays as it is; the write-up and the TL;DR close in a new one.
+    stopped_stream, last = slack.streams.values()
+    assert (stopped_stream.state, last.state) == ("stopped_by_user", "stopped")
+    assert "Done (summarized on request)" in last.text()
     assert (await slack.wait_for("files.completeUploadExternal"))[0].args["thread_ts"] == ts
+    # Slack leaves the session processing after a stop: the run's end moves it on, once.
+    assert slack.sessions[("C1", ts)].history == ["processing", "active"]
+
+
+async def test_stop_pressed_where_no_run_works_takes_the_button_away(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    # A thread an earlier process left processing.
+    await bot.front.client.agents_sessions_setStatus(
+        channel_id="C1", thread_ts="1700000000.999999", status="processing"
+    )
+    stopped = slack.stop_by_user("C1", "1700000000.999999")
+
+    assert await bot.sender.event(stopped, event_id="EvStop") == (200, "")
+    await slack.wait_for("agents.sessions.setStatus", 2)
+    assert slack.sessions[("C1", "1700000000.999999")].history == ["processing", "active"]
+    assert await bot.store.list_runs(platform="slack", workspace="T1", limit=10) == []
 
 
 async def test_where_streaming_is_unavailable_the_status_message_is_edited(
@@ -161,6 +181,41 @@ async def test_where_streaming_is_unavailable_the_status_message_is_edited(
     second, _ = await bot.research("Globex")
     await bot.engine.parked(second).wait()
     assert len(slack.calls_to("chat.startStream", ok_only=False)) == 1
+
+
+# -- The app's DM, outside the agent view's threads -----------------------------------------
+
+
+async def test_a_message_to_the_app_outside_a_thread_starts_a_run_in_its_dm(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    assert await bot.sender.direct_message("deep Acme Robotics", event_id="Ev1") == (200, "")
+    await bot.sender.direct_message("deep Acme Robotics", event_id="Ev1", retry_num=1)
+    parent = (await slack.wait_for("chat.postMessage"))[0]
+    run_id = button_value(parent.args["blocks"], "research_summarize")
+    await bot.engine.parked(run_id).wait()
+    started = (await slack.wait_for("chat.startStream"))[0]
+
+    assert parent.args["channel"] == "D1" and "thread_ts" not in parent.args
+    assert (started.args["channel"], started.args["thread_ts"]) == ("D1", parent.response["ts"])
+    stored = await bot.store.get_run(run_id)
+    assert (stored.topic, stored.depth.value, stored.origin.channel) == (
+        "Acme Robotics",
+        "deep",
+        "D1",
+    )
+    assert await _only_run(bot) == run_id
+
+
+async def test_a_dm_with_nothing_to_research_says_how_to_ask(
+    bot: SlackWorld, slack: FakeSlack
+) -> None:
+    assert await bot.sender.direct_message("contracts", event_id="Ev1") == (200, "")
+    (said,) = await slack.wait_for("chat.postMessage")
+
+    assert said.args["channel"] == "D1" and not said.args.get("thread_ts")
+    assert "contracts" in said.args["text"].lower()
+    assert await bot.store.list_runs(platform="slack", workspace="T1", limit=10) == []
 
 
 # -- The agent view -------------------------------------------------------------------------
