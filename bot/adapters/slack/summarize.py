@@ -41,9 +41,10 @@ class SummarizeEvents:
         item = event.get("item") or {}
         if event.get("reaction") != self._emoji or item.get("type") != "message":
             return
-        run_id = self._parents.get((str(item.get("channel")), str(item.get("ts"))))
+        channel, ts = str(item.get("channel")), str(item.get("ts"))
+        run_id = self._parents.get((channel, ts)) or await self._run_elsewhere(body, channel, ts)
         if run_id is not None and await first_delivery(self._store, body):
-            self._summarize(body, str(item.get("channel")), run_id, event)
+            await self._summarize(body, channel, run_id, event)
 
     async def on_stop(
         self, event: dict[str, Any], body: dict[str, Any], client: AsyncWebClient
@@ -53,14 +54,24 @@ class SummarizeEvents:
         channel, thread = str(event.get("channel", "")), str(event.get("thread_ts", ""))
         if not channel or not thread or not await first_delivery(self._store, body):
             return
-        run_id = self._parents.get((channel, thread))
+        run_id = self._parents.get((channel, thread)) or await self._run_elsewhere(
+            body, channel, thread
+        )
         if run_id is None:
             log.info("slack: stop pressed in %s/%s, where nothing of ours runs", channel, thread)
             await settle(client, channel, thread)
             return
-        self._summarize(body, channel, run_id, event)
+        await self._summarize(body, channel, run_id, event)
 
-    def _summarize(
+    async def _run_elsewhere(self, body: dict[str, Any], channel: str, thread: str) -> str | None:
+        """A run another replica runs in this thread (its parent message is `thread`)."""
+        team = str(body.get("team_id") or "")
+        found = await self._store.run_in_thread(
+            thread, platform="slack", workspace=team, channel=channel
+        )
+        return found.run_id if found is not None and found.status.value == "running" else None
+
+    async def _summarize(
         self, body: dict[str, Any], channel: str, run_id: str, event: dict[str, Any]
     ) -> None:
         caller = event_caller(body, user=str(event.get("user", "")), channel=channel)
