@@ -1,6 +1,6 @@
 """The deployment files: requirements.lock agrees with pyproject.toml and with the Docker image's
-Python, hadolint passes the Dockerfile, and fly.toml's release step and volume check do what they
-say when a shell runs them the way Fly splits and starts them."""
+Python, hadolint passes the Dockerfile, fly.toml's release step and volume check do what they say
+when a shell runs them the way Fly splits and starts them, and CI runs README's test command."""
 
 from __future__ import annotations
 
@@ -279,3 +279,10 @@ def test_a_volume_folder_the_bot_cannot_write_stops_it(volume: Path) -> None:
     volume.chmod(0o755)
     assert result.returncode == 73
     assert f"cannot write {volume} (owner uid {owner}, mode {mode})." in result.stderr
+
+
+def test_ci_runs_exactly_the_test_command_readme_gives() -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"Install and run the tests.*?```sh\n(.+?)\n```", readme, re.DOTALL)
+    assert command
+    assert command[1] in (ROOT / ".ci" / "run").read_text().splitlines()
