@@ -83,3 +83,9 @@ def test_the_password_is_required_not_defaulted() -> None:
     assert set(re.findall(r"\$\{POSTGRES_PASSWORD(:\?[^}]*)\}", text)) == {
         ":?set POSTGRES_PASSWORD in .env"
     }
+
+
+def test_every_setting_the_deployment_docs_name_is_one_the_bot_reads() -> None:
+    for path in [ROOT / "README.md", ROOT / "docker-compose.yml", *(ROOT / "docs").glob("*.md")]:
+        named = set(re.findall(r"RESEARCH_BOT_[A-Z0-9_]*[A-Z0-9]", path.read_text()))
+        assert named <= SETTING_NAMES, f"{path.name} names {sorted(named - SETTING_NAMES)}"
