@@ -4,16 +4,23 @@ file written by the real store and a real PostgreSQL server."""
 from __future__ import annotations
 
 import json
+import signal
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
-from bot.store.copy import copy_history
+from bot.store.copy import BATCH, copy_history
 from bot.store.migrations import latest
 from bot.store.postgres import safe_url
-from tests.process import Cli
+from tests.postgres import PgServer
+from tests.process import Cli, eventually, wait_for_line
 from tests.store.test_copy import make_history
 
+# Each test starts the command once or twice (about 1.5 s of imports each), and the first one
+# in a worker also starts PostgreSQL: kept with the other process-heavy files on one worker.
+pytestmark = [pytest.mark.xdist_group("processes"), pytest.mark.timeout(60)]
 PASSWORD = "s3cret-pw"
 NOWHERE = f"postgresql://bot:{PASSWORD}@127.0.0.1:1/research"
 """A PostgreSQL URL where no server listens (port 1 refuses at once)."""
@@ -65,6 +72,51 @@ async def test_db_copy_moves_the_history_and_a_second_copy_finds_it_all_there(
     assert code == 0, err
     assert out.splitlines()[-1] == "Done: 0 rows copied, 24 already there."
     assert PASSWORD not in out + err
+
+
+@pytest.mark.timeout(90)  # two copies of 10,000 events, on two shared cores
+async def test_db_copy_stopped_by_ctrl_c_keeps_its_batches_and_the_next_copy_finishes(
+    cli: Cli, tmp_path: Path, pg_server: PgServer, pg_url: str
+) -> None:
+    path = tmp_path / "team.sqlite3"
+    runs = await make_history(path)
+    extra = 10_000  # events enough for the copy to still be busy with them when it is stopped
+    with closing(sqlite3.connect(path)) as db, db:
+        db.executemany(
+            "INSERT INTO events (run_id, seq, kind, payload, at) VALUES (?, ?, 'notice', "
+            '\'{"kind": "notice", "message": "x"}\', \'2025-03-01T09:00:00+00:00\')',
+            [(runs["done"], 100 + n) for n in range(extra)],
+        )
+    cli.env["RESEARCH_BOT_DATABASE_URL"] = pg_url
+
+    database = pg_url.split("?")[0].rsplit("/", 1)[1]
+
+    def events_in_target() -> int:
+        return int(pg_server.execute("SELECT count(*) FROM events", database)[0][0])
+
+    async def some_events_are_in() -> bool:
+        return events_in_target() > 0
+
+    copying = await cli.start("db", "copy")
+    assert copying.stdout is not None
+    await wait_for_line(copying.stdout, " runs ")  # the runs are in; events come next
+    await eventually(some_events_are_in, within_s=20)
+    copying.send_signal(signal.SIGINT)
+    _, said = await copying.communicate()
+
+    assert copying.returncode == 130
+    assert one_line(said.decode()) == (
+        "research-bot: db copy stopped: what it copied is kept; run it again to finish."
+    )
+    kept = events_in_target()
+    assert kept % BATCH == 0 and 0 < kept < 14 + extra  # whole batches, and not all of them
+
+    code, out, err = await cli.run("db", "copy", within_s=60)
+
+    assert code == 0, err
+    events = next(line.split()[1:] for line in out.splitlines() if line.split()[0] == "events")
+    assert events == [f"{14 + extra - kept:,}", "copied", f"{kept:,}", "already", "there"]
+    assert events_in_target() == 14 + extra
 
 
 async def test_db_copy_refuses_a_file_that_is_not_a_history_or_no_target(

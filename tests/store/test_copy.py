@@ -292,9 +292,10 @@ async def test_a_file_of_a_newer_release_is_refused(tmp_path: Path, pg_url: str)
         await copy_history(path, pg_url)
 
 
-async def test_what_is_not_a_research_bot_file_is_refused_by_name(
-    tmp_path: Path, pg_url: str
+async def test_what_cannot_be_copied_is_refused_by_name_before_any_connection(
+    tmp_path: Path,
 ) -> None:
+    nowhere = "postgresql://bot:pw-42@127.0.0.1:1/research"  # never reached: refused first
     text = tmp_path / "notes.txt"
     text.write_text("not a database\n" * 20)
     other = tmp_path / "other.sqlite3"
@@ -302,13 +303,16 @@ async def test_what_is_not_a_research_bot_file_is_refused_by_name(
         db.execute("CREATE TABLE songs (title TEXT)")
 
     with pytest.raises(StoreError, match=r"notes.txt is not a SQLite file"):
-        await copy_history(text, pg_url)
+        await copy_history(text, nowhere)
     with pytest.raises(StoreError, match=r"other.sqlite3 is a SQLite file, but not a research-bot"):
-        await copy_history(other, pg_url)
+        await copy_history(other, nowhere)
     with pytest.raises(NotFoundError, match=r"No database at .*missing.sqlite3"):
-        await copy_history(tmp_path / "missing.sqlite3", pg_url)
+        await copy_history(tmp_path / "missing.sqlite3", nowhere)
     with pytest.raises(StoreError, match="must be a PostgreSQL URL"):
         await copy_history(other, f"sqlite:///{tmp_path / 'x.sqlite3'}")
+    with pytest.raises(StoreError, match="PostgreSQL URL cannot be read") as unreadable:
+        await copy_history(other, "postgresql://bot:pw-42@host:port/research")
+    assert "pw-42" not in str(unreadable.value)
 
 
 async def test_status_says_engine_version_and_runs_on_both_engines(
