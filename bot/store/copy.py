@@ -13,7 +13,7 @@ import asyncio
 import sqlite3
 import tempfile
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, closing
+from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -107,29 +107,25 @@ async def _copy_table(source: Database, target: Database, table: Table, size: in
 
 @asynccontextmanager
 async def _readable(path: Path) -> AsyncIterator[Database]:
-    """The source at this release's schema, read-only; an earlier release's file is upgraded in
-    a temporary copy (SQLite's backup: a consistent snapshot even of a file in use)."""
+    """The source at this release's schema, read-only. An earlier release's file is upgraded in
+    a temporary copy (as large as the file) made by SQLite's backup, a consistent snapshot even
+    of a file in use."""
     version = await asyncio.to_thread(check_sqlite, path)
     if version > latest():
         raise StoreError(
             f"{path} was written by a newer research-bot (schema {version}; this one knows "
             f"{latest()}): copy it with that release."
         )
-    if version == latest():
-        source = await open_database(path, readonly=True)
-        try:
-            yield source
-        finally:
-            await source.close()
-        return
-    with tempfile.TemporaryDirectory(prefix="research-bot-copy-") as folder:
-        snapshot = Path(folder) / "snapshot.sqlite3"
-        await asyncio.to_thread(_snapshot, path, snapshot)
-        source = await open_database(snapshot)  # migrated, like any start of this release
-        try:
-            yield source
-        finally:
-            await source.close()
+    async with AsyncExitStack() as stack:
+        current, reading = version == latest(), path
+        if not current:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="research-bot-copy-"))
+            reading = Path(folder) / "snapshot.sqlite3"
+            await asyncio.to_thread(_snapshot, path, reading)
+        # A snapshot is migrated by its opening, like any start of this release.
+        source = await open_database(reading, readonly=current)
+        stack.push_async_callback(source.close)
+        yield source
 
 
 def _snapshot(path: Path, into: Path) -> None:

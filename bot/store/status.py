@@ -112,9 +112,12 @@ def _facts(conn: Connection) -> Facts:
 
 
 def _when(value: object) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.fromisoformat(value) if isinstance(value, str) and value else None
+    """A stored time (ISO text, or a timestamp column), in UTC when it names no zone."""
+    if isinstance(value, str) and value:
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _replica(row: dict[str, Any], now: datetime) -> Replica:

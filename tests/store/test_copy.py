@@ -349,7 +349,8 @@ async def test_status_reads_the_replicas_table_and_tells_alive_from_gone(
         )
         for replica_id, host, pid, seen, platforms in [
             ("r-alive", "web-1", 7, now - timedelta(seconds=5), "slack,discord"),
-            ("r-gone", "web-2", 8, now - timedelta(minutes=5), "slack"),
+            # A time written without its zone (a timestamp column, or another writer) is UTC.
+            ("r-gone", "web-2", 8, (now - timedelta(minutes=5)).replace(tzinfo=None), "slack"),
         ]:
             conn.execute(
                 text("INSERT INTO replicas VALUES (:id, :host, :pid, :started, :seen, :platforms)"),
