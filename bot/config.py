@@ -9,6 +9,8 @@ from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr, field_validator
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -241,10 +243,17 @@ class Settings(BaseSettings):
     @field_validator("database_url", mode="after")
     @classmethod
     def _a_postgres_url(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith(
-            ("postgresql://", "postgres://")
-        ):
+        if value is None:
+            return None
+        url = value.get_secret_value()
+        if not url.startswith(("postgresql://", "postgres://")):
             raise ValueError("must start with postgresql:// (for SQLite, set RESEARCH_BOT_DB)")
+        try:  # the port and the rest read now, not at the first query (and never echoed)
+            make_url(url).port  # noqa: B018
+        except (ValueError, ArgumentError):
+            raise ValueError(
+                "is not a PostgreSQL URL: postgresql://user:password@host:5432/database"
+            ) from None
         return value
 
     @property

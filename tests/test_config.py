@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -78,3 +80,18 @@ def test_deep_research_settings_have_their_defaults_and_names() -> None:
 def test_deep_research_settings_out_of_range_are_refused(name: str, value: str) -> None:
     with pytest.raises(ValidationError, match=name):
         Settings.from_mapping({name: value})
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://u:pw@h/db", "postgresql://u:pw@h:port/db", "postgres://u:pw@h:5x/db"]
+)
+def test_a_database_url_that_is_no_postgresql_url_is_refused_at_start(url: str) -> None:
+    with pytest.raises(ValidationError, match="RESEARCH_BOT_DATABASE_URL"):
+        Settings.from_mapping({"RESEARCH_BOT_DATABASE_URL": url})
+
+
+def test_the_database_is_the_url_when_one_is_set_and_the_file_otherwise(tmp_path: Path) -> None:
+    url = "postgresql://bot:secret@db.internal:5432/research"
+    assert Settings.from_mapping({"RESEARCH_BOT_DATABASE_URL": url}).database == url
+    plain = Settings.from_mapping({"RESEARCH_BOT_DB": str(tmp_path / "x.sqlite3")})
+    assert plain.database == tmp_path / "x.sqlite3"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from bot.cli import ask, history, research, serve
+from bot.cli import ask, db, history, research, serve
 from bot.memory import limit_malloc_arenas
 
 app = typer.Typer(
@@ -25,6 +25,7 @@ app.command()(serve.serve)
 discord_app = typer.Typer(no_args_is_help=True, help="Discord set-up.")
 discord_app.command("sync")(serve.discord_sync)
 app.add_typer(discord_app, name="discord")
+app.add_typer(db.db_app, name="db")
 
 
 def main() -> None:

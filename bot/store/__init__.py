@@ -9,7 +9,8 @@ RESEARCH_BOT_DATABASE_URL names one), with one schema and one set of queries for
   commits, connects in C, and takes the ISO text times the store writes);
 - `rows`: row shapes; `runs.Store` and its parts `history`, `followups` and `shared` (the
   queue, control and heartbeats replicas share); `signals`: NOTIFY between replicas;
-  `usage`: the figures of the `usage` command.
+  `usage`: the figures of the `usage` command; `copy` and `status`: `research-bot db copy`
+  (a SQLite history into PostgreSQL) and `db status`.
 
 All SQL lives in this package.
 """
