@@ -62,11 +62,18 @@ class DeliveryFailed(BotError):
     """A run's outcome reached its thread in no form; the runs service delivers it again later."""
 
 
+FAILED_WRITE_UPS = {
+    "context_full_synthesis_failed": "the model's context was full",
+}
+"""Why the write-up failed, for the endings whose cause is known; others say `write-up failed`."""
+
+
 def ending_label(ending: str, *, has_report: bool = True) -> str:
     if ending.endswith("_synthesis_failed"):
         if not has_report:
             return "Failed: nothing could be written up"
-        return "Done (write-up failed: report built from the sources found)"
+        why = FAILED_WRITE_UPS.get(ending, "write-up failed")
+        return f"Done ({why}: report built from the sources found)"
     return ENDING_LABELS.get(ending, ending)
 
 
