@@ -118,10 +118,10 @@ class ProviderWatch:
         if not colon:
             return None  # not through the chain: nothing to tell
         previous, self._last = self._last, model
-        if provider in self._served or not previous:
-            self._served.add(provider)
-            return None
+        first_time = provider not in self._served
         self._served.add(provider)
+        if not (first_time and previous):
+            return None
         before = previous.partition(":")[0]
         return ProviderSwitched(
             turn=turn,
