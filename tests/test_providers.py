@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from bot.agent.events import Ending, ReportReady, RunFinished, ToolFinished, UsageRecorded
+from bot.agent.events import (
+    Ending,
+    ProviderSwitched,
+    ReportReady,
+    RunFinished,
+    ToolFinished,
+    UsageRecorded,
+)
 from bot.agent.trajectory import trajectory
 from bot.compose import Services, open_services
 from bot.config import Settings
@@ -144,6 +151,14 @@ async def test_anthropic_down_mid_run_the_run_finishes_on_the_fallback_with_one_
         "openai:gpt-4.1-mini",
         "openai:gpt-4.1-mini",
     ]
+    # The switch is told once, as it happened, for the thread and the terminal to say.
+    switched = [e for e in stored if isinstance(e, ProviderSwitched)]
+    assert [(e.turn, e.previous, e.model) for e in switched] == [
+        (2, f"anthropic:{TEST_MODEL}", "openai:gpt-4.1-mini")
+    ]
+    assert switched[0].message == (
+        "Model provider switched: anthropic failed, so openai (gpt-4.1-mini) took over."
+    )
 
 
 async def test_a_request_anthropic_refuses_as_ours_to_fix_does_not_fall_over(

@@ -18,10 +18,12 @@ from bot.adapters.chat.sink import (
     deep_milestone,
     describe_call,
     outcome_summary,
+    sources_label,
 )
 from bot.agent.events import (
     Event,
     Notice,
+    ProviderSwitched,
     RunQueued,
     SynthesisStarted,
     ToolCalled,
@@ -32,7 +34,7 @@ from bot.agent.events import (
 )
 from bot.agent.fence import plain
 from bot.agent.report.model import format_cost
-from bot.domain import RunRecord, strip_controls
+from bot.domain import Depth, RunRecord, strip_controls
 from bot.runs.manager import Outcome, RunManager
 
 
@@ -44,6 +46,8 @@ class TerminalProgress:
         self.view = view
         self._urls: set[str] = set()
         self._rows = ResearcherRows(view)
+        self._deep = False
+        """A deep run: its own turns (plan, draft, report) are not shown as turns."""
         self._live: Live | None = None
         if console.is_terminal:
             self._live = Live(self._status(), console=console, refresh_per_second=8, transient=True)
@@ -51,16 +55,27 @@ class TerminalProgress:
         self.outcome: Outcome | None = None
 
     async def on_event(self, run: RunRecord, event: Event) -> None:
+        self._deep = run.depth is Depth.DEEP
         self._rows.apply(event)
         line = self._fold(event)
-        if line is not None and event.agent:
-            # Researchers work side by side: each line says whose it is.
-            line = f"[#{event.agent}] {line}"
-        line = deep_milestone(event) or line
-        if line is not None:
-            self._print(line)
+        milestone = deep_milestone(event)
+        if milestone is not None:
+            self._print(milestone)
+        elif line is not None:
+            self._print(self._whose(event) + line)
         if self._live is not None:
             self._live.update(self._status())
+
+    def _whose(self, event: Event) -> str:
+        """Researchers work side by side: each of their lines says whose it is. A quick run's
+        lines say their turn; a deep run's own turns (plan, draft, report) mean nothing here."""
+        if isinstance(event, ProviderSwitched):
+            return ""  # the whole run's, whichever researcher's call noticed it
+        if event.agent:
+            return f"[researcher {event.agent}] "
+        if self._deep or not self.view.turn:
+            return ""
+        return f"[turn {self.view.turn}] "
 
     def _fold(self, event: Event) -> str | None:
         """Fold an event into the run's own status; the line to print, if any."""
@@ -83,7 +98,7 @@ class TerminalProgress:
             view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
             view.action = line = "Writing the report"
-        elif isinstance(event, Notice):
+        elif isinstance(event, Notice | ProviderSwitched):
             line = event.message
         return line
 
@@ -99,14 +114,14 @@ class TerminalProgress:
 
     def _print(self, line: str) -> None:
         # Model and web text: printed as text, never as rich markup or terminal escapes.
-        prefix = f"[turn {self.view.turn}] " if self.view.turn else ""
-        self._console.print(Text(strip_controls(prefix + line)))
+        self._console.print(Text(strip_controls(line)))
 
     def _status(self) -> RenderableType:
         v = self.view
+        turn = "" if self._deep else f"turn {v.turn} · "
         line = Text(
             strip_controls(
-                f"⏳ {v.topic} · turn {v.turn} · {v.sources} sources · "
+                f"⏳ {v.topic} · {turn}{sources_label(v.sources)} · "
                 f"{format_cost(v.cost_usd, 3)} · {v.action}  (Ctrl-C: summarize now, twice: cancel)"
             )
         )

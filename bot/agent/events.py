@@ -131,6 +131,20 @@ class UsageRecorded(_Event):
     usage: Usage
 
 
+class ProviderSwitched(_Event):
+    """The provider chain moved the run to another model provider, because the one that served
+    it failed (bot/agent/models/fallback.py). Told once per provider a run comes to."""
+
+    kind: Literal["provider_switched"] = "provider_switched"
+    turn: int
+    previous: str
+    """`provider:model` that served the run's calls until then."""
+    model: str
+    """`provider:model` that took over."""
+    message: str
+    """One line for a person watching."""
+
+
 class Notice(_Event):
     """Something a person watching should know (summarize requested, deadline reached …)."""
 
@@ -230,6 +244,7 @@ Event = Annotated[
     | ToolCalled
     | ToolFinished
     | UsageRecorded
+    | ProviderSwitched
     | Notice
     | SynthesisStarted
     | ReportReady

@@ -20,6 +20,7 @@ from bot.agent.events import (
 )
 from bot.agent.evidence import SourceTexts
 from bot.agent.fence import fence as fence  # re-exported: the loop takes it from here
+from bot.agent.models.fallback import ProviderWatch
 from bot.agent.prompts import system_prompt, task
 from bot.agent.report.model import Report, SourceRegistry
 from bot.domain import Request
@@ -67,6 +68,8 @@ class RunState:
     run's researchers share one registry, and each reports only its own."""
     finish_reviewed: bool = False
     """The finish guard has looked at an early report (it does so at most once per run)."""
+    providers: ProviderWatch = field(default_factory=ProviderWatch)
+    """Which model providers served the run: a switch between them is told as an event."""
 
     @property
     def has_evidence(self) -> bool:
@@ -117,6 +120,7 @@ class RunState:
                 run.turn = max(run.turn, event.turn)
             elif isinstance(event, UsageRecorded):
                 run.usage += event.usage
+                run.providers.served(event.model, event.turn)  # told before the restart
             elif isinstance(event, ToolFinished) and not event.is_error:
                 run.evidence.append(event.content)
                 run.texts.add(event)
@@ -129,13 +133,17 @@ class RunState:
 
     def record(self, event: Event) -> None:
         """Emit an event and keep what the run must remember of it."""
+        switched = None
         if isinstance(event, UsageRecorded):
             self.usage += event.usage
+            switched = self.providers.served(event.model, event.turn)
         elif isinstance(event, ToolFinished) and not event.is_error:
             self.evidence.append(event.content)
             self.texts.add(event)
             self.own_sources.update((n, None) for n in event.numbers if n)
         self.emit(event)
+        if switched is not None:
+            self.emit(switched)
 
 
 async def guarded(

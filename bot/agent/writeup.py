@@ -26,7 +26,7 @@ from bot.agent.prompts import evidence_prompt, synthesis_instruction
 from bot.agent.report.judge import ClaimChecker
 from bot.agent.report.model import Report, evidence_report, parse_report
 from bot.agent.state import RunState, Stop, guarded
-from bot.errors import ModelError
+from bot.errors import ContextOverflow, ModelError
 
 if TYPE_CHECKING:
     from bot.agent.control import Control
@@ -122,6 +122,9 @@ class WriteUp:
                 raise ModelError("The model returned an empty report.")
         except (ModelError, Stop) as error:
             cancelled = isinstance(error, Stop) and error.why == "cancelled"
+            if isinstance(error, ContextOverflow):
+                # Whatever stopped the research, a full context is why nothing was written.
+                failed = ENDINGS["context"][1]
             message = _joined(cause, _failure(error))
             await self.deliver(
                 run, control, self._from_evidence(run, message), synthesis=True, evidence=True

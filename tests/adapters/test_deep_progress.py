@@ -28,7 +28,8 @@ from bot.adapters.slack.front import SlackFrontEnd
 from bot.adapters.slack.render import SECTION_CHARS, status_blocks
 from bot.adapters.terminal import TerminalProgress
 from bot.agent.control import Control
-from bot.domain import Mode, Origin, Request, RunRecord, RunStatus
+from bot.agent.events import TurnStarted
+from bot.domain import Depth, Mode, Origin, Request, RunRecord, RunStatus
 from bot.runs.manager import RunManager
 from bot.store.runs import Store
 from tests.adapters.deep_engine import FUNDING, HOSTILE, DeepScriptedEngine
@@ -89,7 +90,7 @@ async def test_slack_shows_each_researcher_and_posts_milestones(
     assert "*Researching* · 3 sources" in blocks[1]["text"]["text"]
     assert _rows_text(working[-1].args) == (
         "✓ *1.* Who funds Acme Robotics? · 2 sources\n"
-        f"• *2.* {SLACK_HOSTILE} · Reading: docs.example · 2 sources"
+        f"• *2.* {SLACK_HOSTILE} · Reading: docs.example/acme · 2 sources"
     )
 
     slack_bot.engine.release.set()
@@ -191,6 +192,7 @@ def _run() -> RunRecord:
         run_id="r1",
         topic="Acme Robotics",
         mode=Mode.COMPANY,
+        depth=Depth.DEEP,
         origin=Origin(),
         status=RunStatus.RUNNING,
         created_at=datetime.now(UTC),
@@ -198,11 +200,13 @@ def _run() -> RunRecord:
 
 
 async def _follow(engine: DeepScriptedEngine, progress: TerminalProgress) -> asyncio.Task[None]:
-    """Feed the deep run's events to the terminal, as the runs service would."""
+    """Feed the deep run's events to the terminal, as the runs service would, after the turn in
+    which the real engine's planner makes its plan."""
     run = _run()
 
     async def feed() -> None:
         request = Request(topic=run.topic)
+        await progress.on_event(run, TurnStarted(turn=1))
         async for event in engine.research(run.run_id, request, Control()):
             await progress.on_event(run, event)
 
@@ -225,7 +229,8 @@ async def test_the_terminal_draws_a_live_table_of_researchers() -> None:
 
     assert re.search(r"sub-question\s+doing\s+sources\s+done", drawn)
     assert re.search(r"1\s+Who funds Acme Robotics\?\s+2\s+✓", drawn)
-    assert re.search(r"2\s+What does Acme sell .*Reading: docs\.example\s+2\s*$", drawn, re.M)
+    assert re.search(r"2\s+What does Acme sell .*Reading: docs\.example/acme\s+2\s*$", drawn, re.M)
+    assert "turn 1" not in drawn  # the planner's turn: nothing a person can follow
 
 
 async def test_terminal_lines_say_which_researcher_did_what() -> None:
@@ -240,7 +245,8 @@ async def test_terminal_lines_say_which_researcher_did_what() -> None:
 
     lines = out.getvalue().splitlines()
     assert lines[:3] == ["Plan: 2 researchers", f"1. {FUNDING}", f"2. {HOSTILE}"]
-    assert "[#1] Searched: Acme Robotics investors" in lines
-    assert "[#2] Reading: docs.example" in lines
+    assert "[researcher 1] Searched: Acme Robotics investors" in lines
+    assert "[researcher 2] Reading: docs.example/acme" in lines
+    assert not [line for line in lines if line.startswith("[turn")]
     assert f"Finding 2 done: {HOSTILE} (3 sources, medium confidence, turn limit reached)" in lines
     assert "Draft written" in lines

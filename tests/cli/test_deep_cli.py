@@ -55,7 +55,7 @@ async def test_a_deep_run_from_the_terminal_writes_the_report_and_keeps_its_rese
         "Plan: 3 researchers\n" + "".join(f"{n}. {q}\n" for n, q in enumerate(QUESTIONS, 1)) in err
     )
     for agent in (1, 2, 3):
-        assert re.search(rf"\[#{agent}\] Searched: ", err), err
+        assert re.search(rf"\[researcher {agent}\] Searched: ", err), err
         assert re.search(rf"Finding {agent} done: .+ \(4 sources, high confidence\)", err), err
     assert err.index("Plan: 3") < err.index("Finding") < err.index("Draft written")
     assert "Writing the report" in err and re.search(r"^Done · \d+ turns", err, re.M), err

@@ -73,10 +73,15 @@ class DeepScript:
     """ok | malformed (twice: the fixed plan is used) | malformed_once"""
     failing: set[str] = field(default_factory=set)
     """Sub-questions whose researcher's model calls fail."""
+    failing_late: set[str] = field(default_factory=set)
+    """Sub-questions whose researcher searches and reads, then fails to write its finding."""
     draft: str = "ok"
     """ok | fail | gaps (asks one more round)"""
     final: str = "ok"
     """ok | fail"""
+    findings: str = "plain"
+    """plain | report: each finding written like a whole report, as models often do (its own
+    `#` title repeating the sub-question, its own sources list linking every page it cites)"""
     draft_chars: int = 1_200
     title: str = "Acme Robotics: deep profile"
     read_delay_s: float = 0.0
@@ -131,13 +136,19 @@ class DeepScript:
         if question in self.failing:
             return error(500, "api_error", "fake: researcher down", should_retry=False)
         turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        if question in self.failing_late and turns >= 2:
+            return error(500, "api_error", "fake: researcher down", should_retry=False)
         if name == "submit_finding" or turns >= 2:
             shown = numbers_shown(body)
+            summary = f"On {question}: Acme Robotics builds warehouse robots " + "".join(
+                f"[{n}]" for n in shown[:2]
+            )
+            if self.findings == "report":
+                summary = self._report_like(question, summary, body)
             return forced_reply(
                 "submit_finding",
                 {
-                    "summary": f"On {question}: Acme Robotics builds warehouse robots "
-                    + "".join(f"[{n}]" for n in shown[:2]),
+                    "summary": summary,
                     "key_findings": [f"Founded in 2015 [{shown[0]}]"] if shown else [],
                     "confidence": "high",
                     "notes": [],
@@ -150,6 +161,22 @@ class DeepScript:
             await self.hold.wait()
         read = reply_tools([("read_page", {"url": self.article_url})], delay_s=self.read_delay_s)
         return dataclasses.replace(read, output_tokens=self.read_output_tokens)
+
+    @staticmethod
+    def _report_like(question: str, summary: str, body: dict[str, Any]) -> str:
+        """A title repeating the question, the summary, then a sources list: `[n] [title](url)`
+        for every page the researcher's tool results numbered, and a page it never saw."""
+        entries = []
+        for message in body["messages"]:
+            if message["role"] != "user" or isinstance(message["content"], str):
+                continue
+            for block in message["content"]:
+                if block.get("type") == "tool_result":
+                    text = json.dumps(block.get("content"))
+                    entries += re.findall(r"\[(\d+)\] ([^\\]+?)\\n(https?://[^\s\\\"]+)", text)
+        listed = [f"[{n}] [{title}]({url})" for n, title, url in entries]
+        listed.append("https://never-retrieved.example/acme")
+        return f"# {question}\n\n{summary}\n\n## Sources\n\n" + "\n".join(listed)
 
     def _draft(self, body: dict[str, Any]) -> Scripted:
         if self.draft == "fail":

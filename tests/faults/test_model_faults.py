@@ -9,8 +9,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 
+from bot.adapters.chat.sink import outcome_summary
 from bot.agent.events import Ending, ToolFinished
 from bot.agent.report.model import Source
 from bot.compose import Services, open_services
@@ -249,6 +251,30 @@ async def test_a_prompt_too_long_is_written_up_in_a_fresh_conversation(
     fresh = anthropic_api.requests[2]
     assert len(fresh["messages"]) == 1 and "acme - result 1" in str(fresh["messages"])
     assert (status, reason) == (RunStatus.DONE, "context_full_synthesized")
+
+
+@pytest.mark.parametrize(
+    ("max_turns", "script"),
+    [
+        (12, [SEARCH, prompt_too_long(), prompt_too_long()]),  # the fresh write-up too
+        (1, [SEARCH, prompt_too_long()]),  # the turn limit's write-up overflows
+    ],
+    ids=["fresh-write-up-too", "turn-limit-write-up"],
+)
+async def test_a_context_too_full_for_any_write_up_says_so_in_the_ending(
+    settings: Settings, anthropic_api: FakeAnthropic, max_turns: int, script: list[Scripted]
+) -> None:
+    anthropic_api.script(*script)
+    async with bot(settings, max_turns=max_turns) as services:
+        recorder, run_id = await research(services)
+        status, reason, _ = await stored(services, run_id)
+
+    assert recorder.outcome.ending is Ending.CONTEXT_FULL_SYNTHESIS_FAILED
+    assert outcome_summary(recorder.outcome).startswith(
+        "Done (the model's context was full: report built from the sources found)"
+    )
+    assert "context window" in recorder.outcome.report.tldr
+    assert (status, reason) == (RunStatus.DONE, "context_full_synthesis_failed")
 
 
 async def test_a_rejected_key_names_the_setting_to_fix(

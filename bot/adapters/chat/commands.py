@@ -23,6 +23,9 @@ USAGE = (
     "• `/research deep <company>`: deep research, slower and more thorough: a plan, several "
     "researchers in parallel, one report\n"
     "• `/research deep contracts <filters>`: the same for public tenders\n"
+    "• `/research company <name>`: a company whose name starts with `deep` or `contracts`, "
+    "e.g. `/research company deep instinct`; capitalised, `/research Deep Instinct` is the "
+    "company too\n"
     "• `/research history`: this workspace's recent runs\n"
     "• `/research usage [days]`: what this workspace spent, per day and per person "
     f"(the last {USAGE_DAYS} days unless you say)\n"
@@ -78,30 +81,61 @@ def parse_command(text: str) -> Command:
     return topic_command(text)
 
 
+MODE_WORDS = frozenset({"deep", "contracts", "company"})
+"""Words that open a research command: `deep` and `contracts` choose the run, `company` says
+that what follows is a company's name whatever its first word."""
+
+
 def topic_command(text: str, usage: str = USAGE) -> Command:
-    """Research as typed: `<company>`, `contracts <filters>`, `deep <company>` or
-    `deep contracts <filters>` (what follows `/research`, or a message to the bot)."""
-    words = text.split(maxsplit=1) or [""]
-    head, rest = words[0].lower(), words[1] if len(words) > 1 else ""
-    if head == "deep":
+    """Research as typed: `<company>`, `contracts <filters>`, `deep <company>`,
+    `deep contracts <filters>`, or `company <name>` for a name that starts with one of those
+    words (what follows `/research`, or a message to the bot)."""
+    head, rest = _split(text)
+    if _names_a_company(head, rest):
+        return research_command(text, Mode.COMPANY, usage=usage)
+    if head.lower() == "deep":
         return deep_command(rest, usage)
-    if head == "contracts":
+    if head.lower() == "contracts":
         return research_command(rest, Mode.CONTRACTS, usage=usage)
+    if head.lower() == "company":
+        return research_command(rest, Mode.COMPANY, usage=usage)
     return research_command(text, Mode.COMPANY, usage=usage)
 
 
 def deep_command(text: str, usage: str = USAGE) -> Command:
-    """What followed `/research deep`: a company, or `contracts` and its filters."""
-    words = text.split(maxsplit=1)
-    if not words:
+    """What followed `/research deep`: a company, `contracts` and its filters, or `company`
+    and a name."""
+    head, rest = _split(text)
+    if not head:
         raise RequestError(
             "Deep research on what? `/research deep <company>`, or "
             "`/research deep contracts <filters>`."
         )
-    if words[0].lower() == "contracts":
-        rest = words[1] if len(words) > 1 else ""
+    if _names_a_company(head, rest):
+        return research_command(text, Mode.COMPANY, Depth.DEEP, usage)
+    if head.lower() == "contracts":
         return research_command(rest, Mode.CONTRACTS, Depth.DEEP, usage)
+    if head.lower() == "company":
+        return research_command(rest, Mode.COMPANY, Depth.DEEP, usage)
     return research_command(text, Mode.COMPANY, Depth.DEEP, usage)
+
+
+def _split(text: str) -> tuple[str, str]:
+    words = text.split(maxsplit=1)
+    return (words[0], words[1]) if len(words) > 1 else (words[0] if words else "", "")
+
+
+def _names_a_company(head: str, rest: str) -> bool:
+    """`Deep Instinct`, `Contracts Finder`: a capitalised mode word before one or two capitalised
+    words reads as a company's name. Typed in lower case (`deep acme robotics`) it is the mode,
+    and so it is before anything longer (`Deep contracts road maintenance, Ireland`)."""
+    words = rest.split()
+    return (
+        head.lower() in MODE_WORDS
+        and head[:1].isupper()
+        and 1 <= len(words) <= 2
+        and all(word[:1].isupper() for word in words)
+    )
 
 
 def research_command(

@@ -30,6 +30,7 @@ from bot.agent.events import (
     DraftReady,
     Event,
     Notice,
+    ProviderSwitched,
     RunQueued,
     RunStarted,
     SynthesisStarted,
@@ -137,9 +138,9 @@ class ChatProgress:
 
     async def _show(self, run: RunRecord, event: Event) -> None:
         # Milestones go out before anything else is said, so the thread reads in order.
-        if isinstance(event, TurnStarted | SynthesisStarted | Notice):
+        if isinstance(event, TurnStarted | SynthesisStarted | Notice | ProviderSwitched):
             await self._flush_milestones(run)
-        if isinstance(event, Notice):
+        if isinstance(event, Notice | ProviderSwitched):
             await self._sink.reply(run, event.message)
         if self._apply(event):
             self._request_edit(run)

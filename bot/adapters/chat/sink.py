@@ -1,6 +1,6 @@
 """What every chat platform shares: the `ChatSink` it implements, the errors it raises, the
 status it shows (with a deep run's researchers as rows), and the words of its messages
-(endings, tool calls, a deep run's milestones, the closing summary).
+(endings, a deep run's milestones, the closing summary; tool calls are `calls`).
 
 Platforms turn their SDK's failures into `ChatError`; `DeliveryFailed` says an outcome could
 not reach its thread in any form (the runs service then delivers it again at the next start).
@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import re
 from typing import Protocol
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
+from bot.adapters.chat.calls import counted as counted
+from bot.adapters.chat.calls import describe_call as describe_call
+from bot.adapters.chat.calls import sources_label as sources_label
 from bot.agent.events import (
     DraftReady,
     Event,
@@ -62,11 +64,18 @@ class DeliveryFailed(BotError):
     """A run's outcome reached its thread in no form; the runs service delivers it again later."""
 
 
+FAILED_WRITE_UPS = {
+    "context_full_synthesis_failed": "the model's context was full",
+}
+"""Why the write-up failed, for the endings whose cause is known; others say `write-up failed`."""
+
+
 def ending_label(ending: str, *, has_report: bool = True) -> str:
     if ending.endswith("_synthesis_failed"):
         if not has_report:
             return "Failed: nothing could be written up"
-        return "Done (write-up failed: report built from the sources found)"
+        why = FAILED_WRITE_UPS.get(ending, "write-up failed")
+        return f"Done ({why}: report built from the sources found)"
     return ENDING_LABELS.get(ending, ending)
 
 
@@ -253,26 +262,12 @@ def split_text(text: str, limit: int) -> list[str]:
     return [piece.rstrip() for piece in pieces if piece.strip()]
 
 
-def describe_call(event: ToolCalled) -> str:
-    """A person-readable line for a tool call (its input is the model's: shown, never obeyed)."""
-    if event.name == "web_search":
-        return f"Searched: {str(event.input.get('query', ''))[:150]}"
-    if event.name == "read_page":
-        url = str(event.input.get("url", ""))
-        return f"Reading: {urlsplit(url).netloc or url[:80]}"
-    return f"{event.name}"
-
-
-def sources_label(count: int) -> str:
-    return f"{count} source{'s' if count != 1 else ''}"
-
-
 def deep_milestone(event: Event) -> str | None:
     """The thread line for a deep run's plan, a researcher's finding or the draft; else None.
     Questions and topics are the model's: each sink escapes them."""
     if isinstance(event, PlanReady):
         fixed = " (the fixed plan: the model's could not be used)" if event.fallback else ""
-        lines = [f"Plan: {len(event.questions)} researchers{fixed}"]
+        lines = [f"Plan: {counted(len(event.questions), 'researcher')}{fixed}"]
         lines += [f"{n}. {q.question}" for n, q in enumerate(event.questions, start=1)]
         return "\n".join(lines)
     if isinstance(event, FindingReady):
@@ -296,15 +291,17 @@ def outcome_summary(outcome: Outcome) -> str:
     """The closing thread reply: what happened, the TL;DR, turns, time and cost."""
     label = ending_label(outcome.ending, has_report=outcome.report is not None)
     lines = [
-        f"{label} · {outcome.turns} turns · {outcome.duration_s:.0f}s · "
+        f"{label} · {counted(outcome.turns, 'turn')} · {outcome.duration_s:.0f}s · "
         f"{format_cost(outcome.usage.cost_usd)}"
     ]
     if outcome.redelivery:
         lines.append("Posted after a restart: it could not be delivered when the run ended.")
     elif outcome.recovered:
         lines.append("This run was interrupted by a restart and finished from what it had found.")
+    tldr = outcome.report.tldr if outcome.report is not None else ""
     if outcome.report is not None:
-        lines.append(f"{frame(outcome.report.language).tldr}: {outcome.report.tldr}")
-    if outcome.error:
+        lines.append(f"{frame(outcome.report.language).tldr}: {tldr}")
+    # A report written from evidence says what failed in its TL;DR: once is enough.
+    if outcome.error and outcome.error not in tldr:
         lines.append(outcome.error)
     return "\n".join(lines)

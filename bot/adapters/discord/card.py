@@ -17,7 +17,7 @@ from typing import Any, Self
 import discord
 from discord import ui
 
-from bot.adapters.chat.sink import ResearcherRow, StatusView, StepRow, sources_label
+from bot.adapters.chat.sink import ResearcherRow, StatusView, StepRow, counted, sources_label
 from bot.adapters.discord.views import ExportSelect, RunButton, safe_text
 from bot.agent.report.model import format_cost
 
@@ -173,7 +173,7 @@ def _status_text(view: StatusView) -> str:
     if view.turn:
         state += f" · turn {view.turn}"
     if view.steps:
-        state += f" · {view.earlier_steps + len(view.steps)} steps"
+        state += f" · {counted(view.earlier_steps + len(view.steps), 'step')}"
         if view.earlier_steps:
             state += f" (the latest {len(view.steps)} below)"
     lines = [

@@ -16,6 +16,7 @@ from bot.agent.events import (
     Event,
     FindingReady,
     PlanReady,
+    ProviderSwitched,
     ResearcherStarted,
     RunStarted,
     SynthesisStarted,
@@ -89,6 +90,9 @@ class StreamPlan:
             self._set(DRAFT, Task(f"Draft written{gaps}", status="complete"))
         elif isinstance(event, SynthesisStarted):
             self._set(WRITE_UP, Task("Writing the report"))
+        elif isinstance(event, ProviderSwitched):
+            provider = event.model.partition(":")[0]
+            self._set(f"provider-{provider}", Task(event.message, status="complete"))
         else:
             return False
         return True

@@ -206,6 +206,7 @@ class DeepResearch:
                     run_id=main.run_id,
                 )
                 part.registry, part.texts = main.registry, main.texts
+                part.providers = main.providers
                 part.emit(ResearcherStarted(question=question.question, round=round))
                 try:
                     result = await researcher.run(part, control, question.question)

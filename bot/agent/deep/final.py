@@ -8,6 +8,7 @@ import time
 
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
+from bot.agent.deep.fallback import findings_report
 from bot.agent.deep.findings import (
     DRAFT_AS_REPORT_CHARS,
     DRAFT_HEAD_CHARS,
@@ -15,7 +16,6 @@ from bot.agent.deep.findings import (
     WHOLE_DRAFT_CHARS,
     final_markdown,
     finding_text,
-    minimal_report,
     report_from,
 )
 from bot.agent.deep.prompts import final_prompt, final_system
@@ -36,6 +36,10 @@ NOTHING_FOUND_IN_BUDGET = (
     "The run's cost budget was spent before anything was found (RESEARCH_BOT_MAX_RUN_COST_USD)."
 )
 CANCELLED_NOTE = "The run was cancelled; this is what its researchers had found."
+FINDINGS_ONLY = (
+    "The final write-up failed, so each section below is one researcher's finding as it "
+    "wrote it, with every source the run found listed once."
+)
 
 
 class FinalWriter:
@@ -125,8 +129,8 @@ class FinalWriter:
             await self.deliver(session, main, report_from(draft, main.registry, request))
             self.finish(session, main, done, note)
         else:
-            note = "The final write-up failed; the report lists what the researchers found."
-            report = minimal_report(request, self._findings(session), main.registry, note)
+            note = FINDINGS_ONLY
+            report = findings_report(request, self._findings(session), main.registry, note)
             await self.deliver(session, main, report, evidence=True)
             self.finish(session, main, failed, note)
 
@@ -146,7 +150,7 @@ class FinalWriter:
 
     async def _cancelled(self, session: Session, main: RunState) -> None:
         if main.registry.sources:
-            report = minimal_report(
+            report = findings_report(
                 main.request, self._findings(session), main.registry, CANCELLED_NOTE
             )
             await self.deliver(session, main, report, evidence=True)

@@ -1,12 +1,11 @@
 """From findings to a report (seed 004): the text the supervisor and the final write-up read,
-the final report as Markdown, and the fallbacks that need no model, so a deep run always
-ends with a result that keeps every source."""
+the final report as Markdown, and a write-up's Markdown as a report that keeps every source
+(the last fallback, without the model, is `fallback`)."""
 
 from __future__ import annotations
 
 from bot.agent.deep.schema import FinalReport, Finding
 from bot.agent.fence import fence
-from bot.agent.language import frame
 from bot.agent.report.model import Report, SourceRegistry, parse_report
 from bot.domain import Request
 
@@ -56,19 +55,3 @@ def with_all_sources(report: Report, registry: SourceRegistry) -> Report:
     cited = {s.url for s in report.sources}
     rest = [s for s in registry.sources if s.url not in cited and not s.url.startswith("missing:")]
     return report.model_copy(update={"sources": [*report.sources, *rest]})
-
-
-def minimal_report(
-    request: Request, findings: list[Finding], registry: SourceRegistry, why: str
-) -> Report:
-    """The last fallback, without the model: each finding as a section (its citations checked
-    and renumbered like any report's), every source listed."""
-    words = frame(request.language)
-    lines = [f"# {words.research_title.format(topic=request.topic)} {words.sources_only}", ""]
-    lines += [f"## {words.tldr}", "", f"{why} {words.evidence_note}", ""]
-    for finding in findings:
-        lines += [f"## {finding.topic}", "", finding.summary, ""]
-        lines += [f"- {k}" for k in finding.key_findings]
-        lines.append("")
-    report = report_from("\n".join(lines), registry, request)
-    return report.model_copy(update={"from_evidence_only": True})

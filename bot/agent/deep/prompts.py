@@ -82,6 +82,8 @@ def researcher_system(mode: Mode, today: date | None = None) -> str:
         "whole team: cite facts with those numbers only. When you have enough (or after a "
         "few turns), call `submit_finding` alone with your finding, in English: a summary "
         "with citations, key findings, your confidence, and notes on gaps or contradictions. "
+        "The finding is one part of the team's report: no title and no list of sources of its "
+        "own (the report numbers and lists every source once). "
         f"{_SECURITY}"
     )
 

@@ -151,13 +151,16 @@ def evidence_finding(
     said: str | None = None,
 ) -> Finding:
     """A finding without the model: what the researcher had said, then its sources' titles and
-    snippets (already numbered), so the supervisor can still use its work."""
+    snippets (already numbered, each citation after its title: a line that starts with one reads
+    as an entry of a sources list), so the supervisor can still use its work."""
     read, seen = sources_of(registry, own)
     lines = []
     for number in read + seen:
         source = registry.get(number)
         if source is not None:
-            lines.append(f"[{number}] {source.title or source.url}: {source.snippet[:300]}")
+            title = " ".join((source.title or source.url).split())
+            snippet = _after_title(source.snippet[:300], title)
+            lines.append(f"{title} [{number}]" + (f" — {snippet}" if snippet else ""))
     stopped = STOPPED.get(why, message or "Stopped by a failure.")
     summary = (said or "").strip()[:4000] or stopped
     return Finding(
@@ -169,6 +172,16 @@ def evidence_finding(
         read=read,
         seen=seen,
     )
+
+
+def _after_title(snippet: str, title: str) -> str:
+    """A snippet on one line, without the title it often starts with (a page's text opens with
+    its heading, a README with `# name`): `Title: Title …` says it twice."""
+    text = " ".join(snippet.split()).lstrip("# ")
+    for head in (title, title.split(" | ")[0], title.split(" - ")[0]):
+        if head and text.casefold().startswith(head.casefold()):
+            return text[len(head) :].lstrip(" :|-–—")
+    return text
 
 
 def _answers(reply: Any, error: ValidationError) -> list[dict[str, Any]]:

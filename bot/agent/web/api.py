@@ -61,7 +61,7 @@ class ApiClient:
             timeout=timeout_s,
             follow_redirects=True,
             max_redirects=3,
-            event_hooks={"request": [self._same_origin]},
+            event_hooks={"request": [self._same_origin], "response": [_parse_location]},
         )
 
     async def __aenter__(self) -> Self:
@@ -82,11 +82,18 @@ class ApiClient:
         self, path: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
     ) -> bytes:
         """The body of a 2xx answer to GET `path` (relative to the base URL)."""
+        # Built outside the `try`: from here on an InvalidURL can only come from a redirect.
+        request = self._http.build_request("GET", path, params=params, headers=headers)
         try:
-            async with self._http.stream("GET", path, params=params, headers=headers) as response:
+            response = await self._http.send(request, stream=True)
+            try:
                 if not response.is_success:
                     raise ApiError(self._status_text(response), status=response.status_code)
                 return await self._body(response)
+            finally:
+                await response.aclose()
+        except httpx.InvalidURL as exc:  # `jar:http://x!/`, `http:127.0.0.1/`, a bad port
+            raise ApiError(f"{self.service} redirected to an invalid address") from exc
         except httpx.TimeoutException as exc:
             raise ApiError(f"{self.service} did not answer in time") from exc
         except httpx.TooManyRedirects as exc:
@@ -129,3 +136,10 @@ class ApiClient:
         """A redirect may not take our headers (a token) to another host."""
         if (request.url.scheme, request.url.host, request.url.port) != self._origin:
             raise ApiError(f"{self.service} redirected away from its own address")
+
+
+async def _parse_location(response: httpx.Response) -> None:
+    """httpx reports a Location it cannot parse as a protocol error and one it can parse but not
+    follow as InvalidURL; parsing it here first makes both an InvalidURL, which `get` names."""
+    if response.has_redirect_location:
+        httpx.URL(response.headers["location"])

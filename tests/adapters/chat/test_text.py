@@ -10,7 +10,7 @@ with warnings.catch_warnings():
     from bot.adapters.discord.card import run_card
 
 from bot.adapters.chat.commands import history_lines
-from bot.adapters.chat.sink import StatusView, outcome_summary
+from bot.adapters.chat.sink import StatusView, StepRow, outcome_summary
 from bot.adapters.slack.render import status_line
 from bot.agent.events import Ending, Usage
 from bot.agent.report.model import Report
@@ -49,3 +49,30 @@ def test_a_run_that_failed_inside_says_what_it_could_still_do() -> None:
     lines = outcome_summary(nothing).splitlines()
     assert lines[0].startswith("Failed: nothing could be written up · ")
     assert lines[-1] == "Start it again."
+
+
+def test_counts_take_their_noun_in_the_right_number() -> None:
+    one = Outcome(ending=Ending.COMPLETED, report=REPORT, turns=1, usage=Usage(cost_usd=0.01))
+    assert outcome_summary(one).splitlines()[0] == "Done · 1 turn · 0s · $0.01"
+    view = StatusView(run_id="r1", topic="Acme", mode="company", requester="U1")
+    view.steps = [StepRow(number=1, call_id="a", action="Searched: acme")]
+    card = str(run_card(view).to_components())
+    assert "· 1 step" in card and "· 1 steps" not in card
+    view.steps.append(StepRow(number=2, call_id="b", action="Reading: acme.example"))
+    assert "· 2 steps" in str(run_card(view).to_components())
+
+
+def test_what_failed_is_said_once_when_the_tldr_already_says_it() -> None:
+    why = "Writing the report failed: the model is overloaded."
+    fallback = REPORT.model_copy(update={"tldr": f"{why} This report lists what was found."})
+    outcome = Outcome(ending=Ending.ERROR_SYNTHESIS_FAILED, report=fallback, error=why)
+
+    assert outcome_summary(outcome).count("failed") == 2  # the label, then the TL;DR
+
+
+def test_a_full_context_is_named_as_the_reason_for_a_sources_only_report() -> None:
+    outcome = Outcome(ending=Ending.CONTEXT_FULL_SYNTHESIS_FAILED, report=REPORT)
+
+    assert outcome_summary(outcome).startswith(
+        "Done (the model's context was full: report built from the sources found) · "
+    )

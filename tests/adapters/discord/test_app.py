@@ -74,7 +74,7 @@ async def test_a_run_from_command_to_report_in_its_thread(
     assert all(p.authorization == f"Bot {fake.token}" for p in posts)
     texts = [p.body["content"] for p in posts]
     milestones = texts.index(
-        "• Searched: Acme Robotics funding\n• Reading: news.example\n"
+        "• Searched: Acme Robotics funding\n• Reading: news.example/acme\n"
         "• Searched: Acme Robotics customers"
     )
     assert texts[milestones + 1] == "Summarize requested: writing the report from what I have."

@@ -57,7 +57,7 @@ async def test_a_run_from_command_to_report_in_the_thread(
     thread = slack.thread("C1", ts)
     milestones = [text for text in thread if text.startswith("•")]
     assert milestones == [
-        "• Searched: Acme Robotics funding\n• Reading: news.example\n"
+        "• Searched: Acme Robotics funding\n• Reading: news.example/acme\n"
         "• Searched: Acme Robotics customers"
     ]
     assert any("Summarize requested" in text for text in thread)

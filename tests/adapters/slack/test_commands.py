@@ -71,6 +71,7 @@ async def test_help_lists_deep_research(bot: SlackWorld) -> None:
     text = json.loads(body)["text"]
     assert "`/research deep &lt;company&gt;`" in text
     assert "`/research deep contracts &lt;filters&gt;`" in text
+    assert "`/research company deep instinct`" in text and "`/research Deep Instinct`" in text
 
 
 @pytest.mark.parametrize(
@@ -85,6 +86,12 @@ async def test_help_lists_deep_research(bot: SlackWorld) -> None:
         ),
         ("Acme Robotics", "Acme Robotics", Mode.COMPANY, Depth.QUICK),
         ("contracts deep sea mining", "deep sea mining", Mode.CONTRACTS, Depth.QUICK),
+        # A company whose name starts with a mode word: capitalised, or after `company`.
+        ("Deep Instinct", "Deep Instinct", Mode.COMPANY, Depth.QUICK),
+        ("Contracts Finder", "Contracts Finder", Mode.COMPANY, Depth.QUICK),
+        ("company deep instinct", "deep instinct", Mode.COMPANY, Depth.QUICK),
+        ("deep Deep Instinct", "Deep Instinct", Mode.COMPANY, Depth.DEEP),
+        ("deep company contracts finder", "contracts finder", Mode.COMPANY, Depth.DEEP),
     ],
 )
 async def test_deep_research_reaches_the_runs_service(

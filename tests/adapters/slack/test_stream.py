@@ -133,7 +133,7 @@ async def test_a_quick_run_is_a_streamed_plan_with_its_sources_and_tldr(world: W
     tasks = stream.tasks()
     assert list(tasks) == ["call-call1", "call-call2", "call-call3", "write-up"]
     assert tasks["call-call1"]["title"] == "Searched: Acme Robotics funding"
-    assert tasks["call-call2"]["title"] == "Reading: news.example"
+    assert tasks["call-call2"]["title"] == "Reading: news.example/acme"
     assert {t["status"] for t in tasks.values()} == {"complete"}
     assert tasks["call-call3"]["sources"] == [
         {"type": "url", "url": "https://news.example/3", "text": "Page 3"}

@@ -4,6 +4,7 @@ Messages API (answered by `DeepScript`), the fake Tavily and the fake web."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -11,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from bot.adapters.chat.sink import outcome_summary
 from bot.agent.deep.engine import DeepResearch
+from bot.agent.deep.final import FINDINGS_ONLY
 from bot.agent.events import (
     DraftReady,
     Ending,
@@ -242,6 +245,29 @@ async def test_when_everything_fails_a_minimal_report_keeps_every_source(
     assert [s.heading for s in report.sections] == QUESTIONS
     assert len(report.sources) == 10
     assert recorder.outcome.ending is Ending.ERROR_SYNTHESIS_FAILED
+
+
+async def test_a_report_from_the_findings_reads_like_one_report(
+    world: Services, script: DeepScript, web: FakeWeb
+) -> None:
+    """Findings written like whole reports (a title, a sources list of their own) and one written
+    from its sources, after its researcher failed: one title, one sources list, one line each."""
+    script.draft, script.final, script.findings = "fail", "fail", "report"
+    script.failing_late = {QUESTIONS[2]}
+    recorder = await run_deep(world)
+    outcome = recorder.outcome
+    markdown = outcome.markdown
+
+    headings = re.findall(r"^#+ (.+)$", markdown, re.M)
+    assert headings == ["Research: Acme Robotics", "TL;DR", *QUESTIONS, "Sources"]
+    assert outcome.report.tldr == FINDINGS_ONLY
+    assert outcome_summary(outcome).splitlines()[1:] == [f"TL;DR: {FINDINGS_ONLY}"]
+    listed = re.findall(r"^\d+\. \[.+\]\((\S+)\)", markdown, re.M)
+    assert len(listed) == len(set(listed)) == 10 and f"{web.url}{ARTICLE_PATH}" in listed
+    assert not re.search(r"^\\?\[\d+", markdown, re.M)  # no line opens like a sources entry
+    assert "&#" not in markdown and "\\[" not in markdown and "never-retrieved" not in markdown
+    # The page read by the failed researcher: its title once in its section, once in Sources.
+    assert markdown.count("Acme Robotics raises $40M to scale warehouse robots") == 2
 
 
 async def test_a_long_draft_is_the_report_when_the_final_write_up_fails(

@@ -9,7 +9,7 @@ import pytest
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
-from bot.agent.models.fallback import ModelChain, Provider
+from bot.agent.models.fallback import ModelChain, Provider, ProviderWatch
 from bot.agent.models.openai_compat import OpenAIModel
 from bot.agent.models.port import AnthropicModel, ModelCall
 from bot.config import DEFAULT_PRICES
@@ -181,3 +181,32 @@ async def test_the_next_providers_own_mistake_is_raised_as_it_is(
     with pytest.raises(ModelError, match="OPENAI_API_KEY") as raised:
         await chain.complete(ask())
     assert not raised.value.provider_fault
+
+
+async def test_a_run_is_told_of_a_switch_once_per_provider_it_comes_to(
+    chain: ModelChain, anthropic_api: FakeAnthropic, openai_api: FakeOpenAI, clock: Clock
+) -> None:
+    """A deep run's researchers share one watch: whichever call notices, it is told once."""
+    anthropic_api.script(reply_text("one"), OVERLOADED, reply_text("back"))
+    openai_api.script(chat_text("two"), chat_text("three"))
+    watch = ProviderWatch()
+
+    told = []
+    for turn in (1, 2, 3, 4):
+        if turn == 4:
+            clock.now += 61  # anthropic is tried first again, and answers
+        reply = await chain.complete(ask())
+        told.append(watch.served(reply.model, turn))
+
+    assert [e is not None for e in told] == [False, True, False, False]
+    switched = told[1]
+    assert switched is not None
+    assert (switched.turn, switched.previous, switched.model) == (
+        2,
+        f"anthropic:{TEST_MODEL}",
+        f"openai:{GPT}",
+    )
+    assert switched.message == (
+        f"Model provider switched: anthropic failed, so openai ({GPT}) took over."
+    )
+    assert watch.served("claude-test", 5) is None  # a model not named by the chain

@@ -75,3 +75,25 @@ def _chunked(data: bytes):  # type: ignore[no-untyped-def]
         return response
 
     return handler
+
+
+@pytest.mark.parametrize(
+    "location",
+    [
+        b"jar:http://127.0.0.1!/",
+        b"http:127.0.0.1/",
+        b"localhost:+11211aaa",
+        b"http://[::1",
+        "http://\u2121/".encode(),
+        b"http://127.0.0.1:8x/",
+        b"http://a\x01b/",
+    ],
+)
+async def test_a_redirect_to_something_that_is_not_a_url_is_an_api_error(
+    web: FakeWeb, location: bytes
+) -> None:
+    """httpx raises building the next request, as InvalidURL or as a protocol error."""
+    web.raw("/go", b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\n\r\n")
+    async with ApiClient("Test", web.url, timeout_s=5) as api:
+        with pytest.raises(ApiError, match=r"^Test redirected to an invalid address$"):
+            await api.get("go")
