@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -37,12 +37,20 @@ from bot.store.signals import PostgresSignals, Signals
 log = logging.getLogger(__name__)
 
 
+def one_replica() -> int:
+    """Until replicas announce themselves in the database, this process counts as the only one."""
+    return 1
+
+
 @dataclass(frozen=True)
 class Services:
     settings: Settings
     store: Store
     runs: RunManager
     followups: FollowUps
+    replicas_alive: Callable[[], int] = one_replica
+    """How many replicas serve this bot now, this one included: Slack's rate limits are divided
+    between them. Asked at every send to Slack, so it answers from memory."""
 
 
 class ByKind:

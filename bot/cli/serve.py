@@ -53,8 +53,12 @@ def _server(name: str, services: Services, port: int) -> Coroutine[Any, Any, Non
     # Each platform's SDK is imported only when that platform is served.
     if name == "slack":
         from bot.adapters.slack.app import serve_slack
+        from bot.adapters.slack.client import SlackBudget, one_in
 
-        return serve_slack(services.settings, services.runs, services.store, port=port)
+        budget = SlackBudget(share=one_in(services.replicas_alive))
+        return serve_slack(
+            services.settings, services.runs, services.store, port=port, budget=budget
+        )
     from bot.adapters.discord.app import serve_discord
 
     return serve_discord(services.settings, services.runs, services.store)

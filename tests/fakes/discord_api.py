@@ -12,6 +12,7 @@
         fake.fail_next("POST", r"/channels/\\d+/messages", 413, where=lambda c: bool(c.files))
         fake.expire_interaction(token)            # its webhook answers 401 Invalid Webhook Token
         fake.calls                                # every REST call, in order, with its status
+        fake.sessions, fake.most_sessions         # gateway sessions open now, and at most at once
 
 Like the real API it answers `Content-Type: application/json` (exactly: discord.py compares the
 header), gives a thread opened from a message that message's id, answers interaction callbacks
@@ -80,6 +81,8 @@ class FakeDiscord:
     guild: payloads.World = field(default_factory=payloads.World)
     calls: list[DiscordCall] = field(default_factory=list, init=False)
     identifies: list[Json] = field(default_factory=list, init=False)
+    most_sessions: int = field(default=0, init=False)
+    """The most identified gateway sessions that were ever open at once."""
     messages: dict[str, Json] = field(default_factory=dict, init=False)
     """Every message created, by id, as last returned (interaction responses included)."""
     interactions: Interactions = field(init=False)
@@ -145,6 +148,16 @@ class FakeDiscord:
     async def wait_identified(self, count: int = 1) -> None:
         async with self._changed:
             await self._changed.wait_for(lambda: len(self.identifies) >= count)
+
+    @property
+    def sessions(self) -> int:
+        """Identified gateway sessions open now."""
+        return len(self._sockets)
+
+    async def wait_sessions(self, count: int) -> None:
+        """Until exactly `count` identified gateway sessions are open."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self._sockets) == count)
 
     async def dispatch(self, event: str, data: Json) -> None:
         """Send a gateway DISPATCH to every connected client."""
@@ -293,8 +306,10 @@ class FakeDiscord:
             if msg.type != WSMsgType.TEXT:
                 break
             await self._on_gateway(socket, json.loads(msg.data))
-        if socket in self._sockets:
-            self._sockets.remove(socket)
+        async with self._changed:
+            if socket in self._sockets:
+                self._sockets.remove(socket)
+            self._changed.notify_all()
         return ws
 
     async def _on_gateway(self, socket: _Gateway, data: Json) -> None:
@@ -302,6 +317,7 @@ class FakeDiscord:
             await socket.send({"op": 11, "d": None, "s": None, "t": None})
         elif data["op"] == 2:
             self._sockets.append(socket)
+            self.most_sessions = max(self.most_sessions, len(self._sockets))
             await socket.dispatch("READY", self.guild.ready(self.gateway_url))
             await socket.dispatch("GUILD_CREATE", self.guild.guild_create())
             async with self._changed:

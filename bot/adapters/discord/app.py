@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,7 @@ from bot.adapters.chat.service import CommandService, Refused, Reply
 from bot.adapters.chat.sink import ChatSink, StatusView
 from bot.adapters.discord.export import DiscordExports
 from bot.adapters.discord.followup import ThreadQuestions, follow_up_reply
+from bot.adapters.discord.gateway import gateway_lock_name, hold_gateway
 from bot.adapters.discord.interaction import InteractionSink, lives_in_interaction
 from bot.adapters.discord.service import (
     PLATFORM,
@@ -46,9 +50,12 @@ from bot.domain import Depth, Mode, RunRecord
 from bot.errors import RequestError
 from bot.runs.followups import FollowUps
 from bot.runs.manager import RunListener, RunManager
+from bot.store.locks import SessionLock, session_lock
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
+LockOf = Callable[[str], AbstractAsyncContextManager[SessionLock]]
+"""Opens the session lock of a name (bot/store/locks.py `session_lock`, on some database)."""
 
 POST_TIMEOUT_S = 30.0
 """How long a command waits for its run's message before answering without the thread."""
@@ -275,15 +282,23 @@ def build_discord_client(
 
 
 async def serve_discord(
-    settings: Settings, runs: RunManager, store: Store, followups: FollowUps | None = None
+    settings: Settings,
+    runs: RunManager,
+    store: Store,
+    followups: FollowUps | None = None,
+    *,
+    lock_of: LockOf | None = None,
 ) -> None:
-    """Run the bot until cancelled: log in, finish Discord runs a previous process left, connect.
+    """Run the bot until cancelled: log in, finish Discord runs a previous process left, and
+    hold the gateway whenever this replica holds its lock (bot/adapters/discord/gateway.py).
 
     Cancelling closes the client cleanly and lets the CancelledError through. Runs still going
     are the caller's to stop (`RunManager.shutdown`), which leaves them to be recovered.
+    `lock_of` defaults to the lock in the bot's database (`RESEARCH_BOT_DATABASE_URL`).
     """
     token = discord_token(settings)
     client = build_discord_client(settings, runs, store, followups)
+    lock_of = lock_of or partial(session_lock, settings.database)
     async with client:
         await login(client, token)
         recovered = await runs.recover(client.listener_for, PLATFORM)
@@ -291,4 +306,5 @@ async def serve_discord(
             log.info(
                 "recovering %d interrupted Discord run(s): %s", len(recovered), ", ".join(recovered)
             )
-        await client.connect()
+        async with lock_of(gateway_lock_name(client)) as lock:
+            await hold_gateway(client, lock)

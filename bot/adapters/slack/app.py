@@ -13,6 +13,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.slack.client import SlackBudget
 from bot.adapters.slack.front import SlackFrontEnd
 from bot.agent import language
 from bot.config import Settings
@@ -39,11 +40,12 @@ async def serve_slack(
     host: str = "0.0.0.0",
     client: AsyncWebClient | None = None,
     started: asyncio.Event | None = None,
+    budget: SlackBudget | None = None,
 ) -> None:
     """Serve until cancelled: Socket Mode with SLACK_APP_TOKEN, else HTTP on `port` at
     /slack/events. Recovers this front end's unfinished runs once connected, then sets
-    `started`."""
-    front = SlackFrontEnd(settings, runs, store, client=client)
+    `started`. `budget`: this replica's share of Slack's rate limits (all of them by default)."""
+    front = SlackFrontEnd(settings, runs, store, client=client, budget=budget)
     await front.check_token()
     # Loaded now, in a thread: loaded by the first request instead, it would hold every ack of
     # the moment back (about 2 s on a busy machine).

@@ -135,8 +135,53 @@ def make_client(settings: Settings) -> AsyncWebClient:
     )
 
 
+Share = Callable[[], float]
+"""This process's share of Slack's rate limits: 1.0 alone, 1/N with N live replicas."""
+
+
+def whole() -> float:
+    return 1.0
+
+
+def one_in(replicas_alive: Callable[[], int]) -> Share:
+    """The share of one replica among those alive now (itself included)."""
+    return lambda: 1.0 / max(1, replicas_alive())
+
+
+class SharedLimiter(AsyncLimiter):
+    """A leaky bucket of Slack's whole rate, of which this process may use `share()`: each
+    acquisition costs 1/share of the bucket, so with N replicas each sends at 1/N of the rate
+    (in bursts of 1/N of the burst, at least one). The share is read at every acquisition, so
+    the budget re-divides as soon as the number of replicas changes."""
+
+    __slots__ = ("_burst", "_share")
+
+    def __init__(self, max_rate: float, time_period: float, share: Share) -> None:
+        super().__init__(max_rate, time_period)
+        self._burst = max_rate
+        self._share = share
+
+    def cost(self) -> float:
+        """What one acquisition takes from the bucket now."""
+        share = self._share()
+        cost = 1.0 / share if 0.0 < share <= 1.0 else 1.0
+        # The bucket must hold one acquisition. With more replicas than the burst it grows to
+        # one acquisition's cost but drains no faster, so the rate still divides by N.
+        self.max_rate = max(self._burst, cost)
+        return cost
+
+    def has_capacity(self, amount: float | None = None) -> bool:
+        """Room for one acquisition (`amount` None); a number is in the bucket's own units, as
+        aiolimiter's `acquire` asks."""
+        return super().has_capacity(self.cost() if amount is None else amount)
+
+    async def acquire(self, amount: float | None = None) -> None:
+        await super().acquire(self.cost() if amount is None else amount)
+
+
 class SlackBudget:
-    """Slack's rate limits as leaky buckets shared by every run of the process."""
+    """Slack's rate limits as leaky buckets shared by every run of the process, and divided
+    between the replicas (`share`), so that N replicas never send N times the allowed rate."""
 
     def __init__(
         self,
@@ -145,13 +190,15 @@ class SlackBudget:
         update_burst: int = UPDATE_BURST,
         posts_per_second: float = POSTS_PER_SECOND,
         post_burst: int = POST_BURST,
+        share: Share = whole,
     ) -> None:
         self._update_bucket = (update_burst, update_burst * 60 / updates_per_minute)
         self._post_bucket = (post_burst, post_burst / posts_per_second)
-        self._updates: dict[str, AsyncLimiter] = {}
-        self._posts: dict[str, AsyncLimiter] = {}
-        self._stream_ends: dict[str, AsyncLimiter] = {}
-        self._appends: dict[str, AsyncLimiter] = {}
+        self._share = share
+        self._updates: dict[str, SharedLimiter] = {}
+        self._posts: dict[str, SharedLimiter] = {}
+        self._stream_ends: dict[str, SharedLimiter] = {}
+        self._appends: dict[str, SharedLimiter] = {}
         self.unstreamable: set[str] = set()
         """Workspaces that refused `chat.startStream` as unavailable to this app: runs there
         use the edited status message without asking again (until the process restarts)."""
@@ -167,33 +214,35 @@ class SlackBudget:
         self._warned.add(what)
         return True
 
-    def updates(self, team: str) -> AsyncLimiter:
+    def updates(self, team: str) -> SharedLimiter:
         """The `chat.update` budget of one workspace."""
         if team not in self._updates:
             # A bucket of `update_burst` that drains at the rate: the burst plus one minute's
             # drain is the most any sliding minute can see.
-            self._updates[team] = AsyncLimiter(*self._update_bucket)
+            self._updates[team] = SharedLimiter(*self._update_bucket, self._share)
         return self._updates[team]
 
-    def posts(self, channel: str) -> AsyncLimiter:
+    def posts(self, channel: str) -> SharedLimiter:
         """The `chat.postMessage` budget of one channel."""
         if channel not in self._posts:
-            self._posts[channel] = AsyncLimiter(*self._post_bucket)
+            self._posts[channel] = SharedLimiter(*self._post_bucket, self._share)
         return self._posts[channel]
 
-    def stream_ends(self, method: str, team: str) -> AsyncLimiter:
+    def stream_ends(self, method: str, team: str) -> SharedLimiter:
         """The budget of `chat.startStream` or `chat.stopStream` (each its own) in a workspace."""
         key = f"{method} {team}"
         if key not in self._stream_ends:
-            self._stream_ends[key] = AsyncLimiter(
-                STREAM_END_BURST, STREAM_END_BURST * 60 / STREAM_ENDS_PER_MINUTE
+            self._stream_ends[key] = SharedLimiter(
+                STREAM_END_BURST, STREAM_END_BURST * 60 / STREAM_ENDS_PER_MINUTE, self._share
             )
         return self._stream_ends[key]
 
-    def appends(self, team: str) -> AsyncLimiter:
+    def appends(self, team: str) -> SharedLimiter:
         """The `chat.appendStream` budget of one workspace."""
         if team not in self._appends:
-            self._appends[team] = AsyncLimiter(APPEND_BURST, APPEND_BURST * 60 / APPENDS_PER_MINUTE)
+            self._appends[team] = SharedLimiter(
+                APPEND_BURST, APPEND_BURST * 60 / APPENDS_PER_MINUTE, self._share
+            )
         return self._appends[team]
 
 
