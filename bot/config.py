@@ -9,14 +9,14 @@ from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr, field_validator
-from sqlalchemy import make_url
-from sqlalchemy.exc import ArgumentError
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+from sqlalchemy import make_url
+from sqlalchemy.exc import ArgumentError
 
 from bot.errors import ConfigError
 
