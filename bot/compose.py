@@ -206,4 +206,10 @@ async def open_services(
         )
         stack.push_async_callback(runs.shutdown)
         followups = FollowUps(store, runs)
-        yield Services(settings=settings, store=store, runs=runs, followups=followups)
+        yield Services(
+            settings=settings,
+            store=store,
+            runs=runs,
+            followups=followups,
+            replicas_alive=runs.replicas_alive,
+        )

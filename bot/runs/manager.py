@@ -127,6 +127,11 @@ class RunManager(Takeover):
                 self.start_claimed(record.model_copy(update={"control": action}), listener)
         return record
 
+    def replicas_alive(self) -> int:
+        """How many replicas share the work now (1 without `shared`): Slack's rate limits are
+        divided between them."""
+        return self._shared.alive if self._shared is not None else 1
+
     def has_free_slot(self) -> bool:
         researching = sum(1 for active in self._active.values() if not active.persisted)
         return researching < self._max_concurrent

@@ -61,6 +61,8 @@ class SharedQueue:
         self._held: dict[str, Held] = {}
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self.alive = 1
+        """Replicas that beat within a lease (this one included), as of the last beat."""
 
     @property
     def platforms(self) -> set[str]:
@@ -172,6 +174,8 @@ class SharedQueue:
             now = self._store.now()
             try:
                 await self._store.beat(self._runner.owner, self.platforms, now)
+                seen_since = now - timedelta(seconds=self._lease_s)
+                self.alive = max(1, len(await self._store.replicas(seen_since=seen_since)))
                 await self._store.renew_leases(
                     self._runner.owner, now + timedelta(seconds=self._lease_s)
                 )
