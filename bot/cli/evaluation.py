@@ -139,7 +139,8 @@ def _listed(claim: Claim, report: Report) -> Unsupported:
         for n in claim.sources
         if (s := report.sources[n - 1] if 1 <= n <= len(report.sources) else None) is not None
     ]
-    return Unsupported(sentence=strip_controls(claim.sentence), note=claim.note, sources=cited)
+    note = strip_controls(claim.note)  # a judge's reason or a quoted passage: untrusted text
+    return Unsupported(sentence=strip_controls(claim.sentence), note=note, sources=cited)
 
 
 async def evaluate_history(store: Store) -> HistoryEval:

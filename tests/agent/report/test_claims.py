@@ -311,3 +311,35 @@ async def test_a_report_from_the_evidence_alone_is_not_measured(
     report = _report(recorder)
     assert report.from_evidence_only and report.support is None
     assert len(anthropic_api.requests) == 2 and "cited claims" not in recorder.outcome.markdown
+
+
+async def test_a_report_too_large_for_one_judge_call_is_split_and_every_claim_is_judged(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    topics = [f"topic{i:02d}" for i in range(60)]
+    filler = "with a long description of its many features and the places it works in " * 8
+    paragraphs = "".join(f"<p>The {t} unit is made {filler}.</p>" for t in topics)
+    url = web.page("/long", f"<html><head><title>Long</title></head><body>{paragraphs}</body>")
+    bullets = "\n".join(f"- The {t} unit is liked [1]." for t in topics)
+    answer = _judged(*["supported"] * len(topics))
+    anthropic_api.script(
+        reply_tools([("read_page", {"url": url})]),
+        reply_text(f"# Acme\n\n## TL;DR\n{bullets}"),
+        answer,
+        answer,
+    )
+    whole = {"max_turns": 3, "compress_threshold_tokens": 10**9}  # the page is read as it is
+    async with open_services(settings.model_copy(update=whole)) as services:
+        recorder = await _research(services)
+
+    judged = [
+        r
+        for r in anthropic_api.requests
+        if (r.get("tool_choice") or {}).get("name") == "record_verdicts"
+    ]
+    assert len(judged) == 2  # split past the size, not one call per claim
+    asked = "".join(str(r["messages"]) for r in judged)
+    assert all(f"The {t} unit is liked" in asked for t in topics)
+    support = _report(recorder).support
+    assert support is not None and len(support.claims) == len(topics)
+    assert {c.verdict for c in support.claims} == {Verdict.SUPPORTED}

@@ -17,11 +17,10 @@ from tests.conftest import FAST_MODEL, Recorder
 from tests.fakes.anthropic_api import FakeAnthropic, reply, reply_text, reply_tools, tool_use
 from tests.fakes.web import ARTICLE_PATH, FakeWeb
 
-SHORT = "# Acme\n\n## TL;DR\n- Acme Robotics raised $40M [1]."
-FULLER = (
-    "# Acme\n\n## TL;DR\n- Acme Robotics raised $40M [1].\n\n## Funding and financials\n"
-    "A Series B led by Example Ventures [1]."
-)
+# Claims a cited passage states word for word: settled without the claim judge's call.
+RAISED = "It had raised $40 million in a Series B round led by Example Ventures [1]."
+SHORT = f"# Acme\n\n## TL;DR\n- {RAISED}"
+FULLER = f"# Acme\n\n## TL;DR\n- {RAISED}\n\n## Funding and financials\n{RAISED}"
 FEEDBACK = "Add the People and Competitors sections; research who leads Acme."
 
 
@@ -133,7 +132,7 @@ async def test_summarize_now_during_the_review_delivers_the_report_in_hand(
 
     assert _ending(recorder) == "completed"
     report = next(e for e in recorder.events if isinstance(e, ReportReady)).report
-    assert report.tldr == "- Acme Robotics raised $40M [1]."
+    assert report.tldr == f"- {RAISED}"
     assert not any(isinstance(e, FinishReviewed) for e in recorder.events)
     assert len(_research_calls(anthropic_api)) == 3  # no write-up call: the draft was the report
 

@@ -18,7 +18,7 @@ from bot.compose import open_services
 from bot.config import Settings
 from bot.domain import Request
 from tests.conftest import Recorder, world_env
-from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.anthropic_api import FakeAnthropic, reply, reply_text, reply_tools, tool_use
 from tests.fakes.arxiv_api import FakeArxiv, FakePaper
 from tests.fakes.github_api import FakeGitHub, repo
 from tests.fakes.pdf import text_pdf
@@ -99,6 +99,16 @@ async def test_a_report_cites_a_paper_a_repository_and_a_pdf_it_read(
             [("read_page", {"url": pdf_url}), ("read_github_readme", {"repo": "acme/grasp"})]
         ),
         reply_text(REPORT),
+        # The claim judge, for the claims the sources do not state word for word.
+        reply(
+            [
+                tool_use(
+                    "record_verdicts",
+                    {"claims": [{"id": i, "verdict": "supported"} for i in range(1, 7)]},
+                )
+            ],
+            "tool_use",
+        ),
     )
 
     async with open_services(Settings.from_mapping(env)) as services:
@@ -109,9 +119,11 @@ async def test_a_report_cites_a_paper_a_repository_and_a_pdf_it_read(
 
     outcome = recorder.outcome
     assert outcome.ending is Ending.COMPLETED
-    # Each cited claim is found in the text the run got from arXiv, GitHub or the PDF.
+    # Each cited claim is checked against the text the run got from arXiv, GitHub or the PDF.
     support = outcome.report.support
     assert len(support.claims) == 6 and support.count(Verdict.SUPPORTED) == 6
+    judged = str(anthropic_api.requests[-1]["messages"])
+    assert all(f"Source [{n}]:" in judged for n in (1, 2, 3))
     cited = {source.url: source.read for source in outcome.report.sources}
     assert cited == {
         f"{web.url}/abs/{PAPER_ID}v1": False,  # seen in arxiv_search, with its abstract
