@@ -25,6 +25,7 @@ from bot.adapters.slack.client import (
     make_client,
     post_ephemeral,
     require_slack_settings,
+    slack_errors,
 )
 from bot.adapters.slack.export import SlackExports
 from bot.adapters.slack.followup import SlackThreads
@@ -151,10 +152,16 @@ class SlackFrontEnd:
 
     async def check_token(self) -> None:
         try:
-            await self.client.auth_test()
-        except SlackApiError as error:
+            with slack_errors():
+                await self.client.auth_test()
+        except ChatError as error:
+            if not isinstance(error.__cause__, SlackApiError):
+                raise ConfigError(
+                    f"Slack's Web API at {self.client.base_url} cannot be reached "
+                    f"({error.reason}): check the network, or SLACK_API_URL if it is set."
+                ) from None
             raise ConfigError(
-                f"Slack refused SLACK_BOT_TOKEN ({error.response.get('error')}): "
+                f"Slack refused SLACK_BOT_TOKEN ({error.reason}): "
                 "reinstall the app and copy its Bot User OAuth Token."
             ) from None
 
@@ -169,8 +176,8 @@ class SlackFrontEnd:
         resumed: bool = False,
         tell: Tell | None = None,
     ) -> ChatProgress | StreamingProgress:
-        """The listener of one run: in a new parent message and its thread, or in an agent-view
-        `thread` (a DM with the app: runs there are only ever started from its threads)."""
+        """The listener of one run: in a new parent message and its thread, or in a `thread` of
+        a DM with the app (runs there are only ever started in a thread of the person's own)."""
 
         async def unreachable(run: RunRecord, error: ChatError) -> None:
             self._runs.cancel(run.run_id)

@@ -2,8 +2,8 @@
 `@research-bot Acme Robotics` starts a run there as `/research Acme Robotics` would; a mention in
 a run's thread is a follow-up question about that run, answered in the thread. A message to the
 app in its DM outside any thread (`message.im`; threads there are the agent view's) starts a run
-in the DM the same way. A refusal is said to the person alone. Slack retries events: each acts
-once, even across restarts."""
+in that message's thread, as in the agent view. A refusal is said to the person alone. Slack
+retries events: each acts once, even across restarts."""
 
 from __future__ import annotations
 
@@ -78,8 +78,10 @@ class SlackMentions:
             return
         caller = event_caller(body, user=str(event["user"]), channel=str(event.get("channel", "")))
         text = message_text_to_bot(str(event.get("text", "")), context.bot_user_id)
+        # The message's own thread becomes the run's, as an agent-view thread would.
+        thread = str(event.get("ts", ""))
         try:
-            await self._runs.research(caller, research_request(text))
+            await self._runs.research(caller, research_request(text), thread=thread)
         except RequestError as error:
             # Only this person reads their DM with the app: the answer is an ordinary message.
-            await self._threads.tell(caller, "", reply_text(Reply.of(error)), privately=False)
+            await self._threads.tell(caller, thread, reply_text(Reply.of(error)), privately=False)

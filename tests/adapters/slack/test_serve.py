@@ -60,6 +60,20 @@ async def test_a_refused_bot_token_stops_the_start(slack: FakeSlack, store: Stor
         await serve_slack(settings, RunManager(store, ScriptedEngine()), store)
 
 
+async def test_an_unreachable_slack_stops_the_start_in_one_sentence(store: Store) -> None:
+    closed = _free_port()
+    settings = Settings.from_mapping(
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": f"http://127.0.0.1:{closed}/api/",
+        }
+    )
+    with pytest.raises(ConfigError, match="cannot be reached") as raised:
+        await serve_slack(settings, RunManager(store, ScriptedEngine()), store)
+    assert f"127.0.0.1:{closed}" in str(raised.value) and "SLACK_API_URL" in str(raised.value)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

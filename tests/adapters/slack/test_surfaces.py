@@ -191,20 +191,25 @@ async def test_a_message_to_the_app_outside_a_thread_starts_a_run_in_its_dm(
 ) -> None:
     assert await bot.sender.direct_message("deep Acme Robotics", event_id="Ev1") == (200, "")
     await bot.sender.direct_message("deep Acme Robotics", event_id="Ev1", retry_num=1)
-    parent = (await slack.wait_for("chat.postMessage"))[0]
-    run_id = button_value(parent.args["blocks"], "research_summarize")
+    status = (await slack.wait_for("chat.postMessage"))[0]
+    run_id = button_value(status.args["blocks"], "research_cancel")
     await bot.engine.parked(run_id).wait()
     started = (await slack.wait_for("chat.startStream"))[0]
 
-    assert parent.args["channel"] == "D1" and "thread_ts" not in parent.args
-    assert (started.args["channel"], started.args["thread_ts"]) == ("D1", parent.response["ts"])
+    # The run lives in the thread of the person's message, as in the agent view.
+    thread = status.args["thread_ts"]
+    assert status.args["channel"] == "D1" and thread
+    assert (started.args["channel"], started.args["thread_ts"]) == ("D1", thread)
     stored = await bot.store.get_run(run_id)
-    assert (stored.topic, stored.depth.value, stored.origin.channel) == (
-        "Acme Robotics",
-        "deep",
-        "D1",
-    )
+    assert (stored.topic, stored.depth.value) == ("Acme Robotics", "deep")
+    assert (stored.origin.channel, stored.origin.thread) == ("D1", thread)
     assert await _only_run(bot) == run_id
+    # A second message in that thread is about this run.
+    await bot.sender.direct_message("Who funds them?", event_id="Ev2", thread_ts=thread)
+    refused = await slack.wait_for("chat.postMessage", 2, where=_in("D1", thread))
+    assert refused[-1].args["text"] == (
+        f"Run {run_id} is still researching: ask again once its report is in."
+    )
 
 
 async def test_a_dm_with_nothing_to_research_says_how_to_ask(
@@ -213,7 +218,7 @@ async def test_a_dm_with_nothing_to_research_says_how_to_ask(
     assert await bot.sender.direct_message("contracts", event_id="Ev1") == (200, "")
     (said,) = await slack.wait_for("chat.postMessage")
 
-    assert said.args["channel"] == "D1" and not said.args.get("thread_ts")
+    assert said.args["channel"] == "D1" and said.args.get("thread_ts")
     assert "contracts" in said.args["text"].lower()
     assert await bot.store.list_runs(platform="slack", workspace="T1", limit=10) == []
 
