@@ -15,8 +15,6 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
-from sqlalchemy import make_url
-from sqlalchemy.exc import ArgumentError
 
 from bot.errors import ConfigError
 
@@ -248,6 +246,9 @@ class Settings(BaseSettings):
         url = value.get_secret_value()
         if not url.startswith(("postgresql://", "postgres://")):
             raise ValueError("must start with postgresql:// (for SQLite, set RESEARCH_BOT_DB)")
+        from sqlalchemy import make_url  # only when a URL is set: the import is not free
+        from sqlalchemy.exc import ArgumentError
+
         try:  # the port and the rest read now, not at the first query (and never echoed)
             make_url(url).port  # noqa: B018
         except (ValueError, ArgumentError):
