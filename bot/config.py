@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from ipaddress import IPv6Address
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr, field_validator
@@ -44,6 +47,33 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 ProviderName = Literal["anthropic", "openai"]
 PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai")
+API_ADDRESSES = (
+    *("anthropic_base_url", "openai_base_url", "tavily_base_url", "brave_api_url"),
+    *("arxiv_api_url", "github_api_url", "slack_api_url", "discord_api_url"),
+)
+"""Settings that are the address of an API: http(s) URLs, checked at start."""
+# `host`, `host:port`, `[v6]` or `[v6]:port`: the entries the page reader's allow-list reads.
+_ALLOW_ENTRY = re.compile(r"(?P<host>[^\s/:@\[\]?#]+|\[(?P<v6>[^\]]+)\])(?::(?P<port>\d{1,5}))?/?")
+
+
+def _is_web_address(value: str) -> bool:
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises on a port that is not a number, or out of range
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _is_allow_entry(entry: str) -> bool:
+    shape = _ALLOW_ENTRY.fullmatch(entry)
+    if shape is None or (shape["port"] is not None and not 0 < int(shape["port"]) < 65_536):
+        return False
+    try:
+        IPv6Address(shape["v6"] or "::")
+    except ValueError:
+        return False
+    return True
 
 
 def _default_db() -> Path:
@@ -207,30 +237,32 @@ class Settings(BaseSettings):
     """MiB of page bodies the whole process holds at once; a fetch past it is refused."""
 
     @field_validator(
-        "anthropic_api_key",
-        "anthropic_base_url",
-        "openai_api_key",
-        "openai_base_url",
-        "openai_fast_model",
-        "tavily_api_key",
-        "tavily_base_url",
-        "brave_api_key",
-        "brave_api_url",
-        "arxiv_api_url",
-        "github_token",
-        "github_api_url",
-        "slack_bot_token",
-        "slack_app_token",
-        "slack_signing_secret",
-        "slack_api_url",
-        "discord_token",
-        "discord_api_url",
+        *("anthropic_api_key", "openai_api_key", "openai_fast_model", "tavily_api_key"),
+        *("brave_api_key", "github_token", "slack_bot_token", "slack_app_token"),
+        *("slack_signing_secret", "discord_token", *API_ADDRESSES),
         mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
         """`KEY=` in a .env file or a compose file means not set, not an empty key."""
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator(*API_ADDRESSES)
+    @classmethod
+    def _api_address(cls, value: str | None) -> str | None:
+        """Checked at start: a wrong address would otherwise fail inside each run."""
+        if value is not None and not _is_web_address(value):
+            raise ValueError(f"{value!r} is not an http(s) address, e.g. https://api.example.com")
+        return value
+
+    @field_validator("fetch_allow_hosts")
+    @classmethod
+    def _allow_entries(cls, entries: list[str]) -> list[str]:
+        """Checked here (the page reader checks again) so that a refusal names the setting."""
+        for entry in entries:
+            if not _is_allow_entry(entry):
+                raise ValueError(f"{entry!r} is not host[:port], e.g. intranet.local:8080")
+        return entries
 
     @field_validator("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd", mode="before")
     @classmethod
