@@ -16,6 +16,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from bot.addresses import is_allow_entry, is_web_address
 from bot.errors import ConfigError
 
 
@@ -44,6 +45,11 @@ DEFAULT_PRICES: dict[str, Price] = {
 }
 ProviderName = Literal["anthropic", "openai"]
 PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai")
+API_ADDRESSES = (
+    *("anthropic_base_url", "openai_base_url", "tavily_base_url", "brave_api_url"),
+    *("arxiv_api_url", "github_api_url", "slack_api_url", "discord_api_url"),
+)
+"""Settings that are the address of an API: http(s) URLs, checked at start."""
 
 
 def _default_db() -> Path:
@@ -101,11 +107,9 @@ class Settings(BaseSettings):
     db_path: Path = Field(default_factory=_default_db, alias="RESEARCH_BOT_DB")
     """The SQLite file that keeps every run (unless RESEARCH_BOT_DATABASE_URL names a server)."""
     database_url: SecretStr | None = Field(default=None, alias="RESEARCH_BOT_DATABASE_URL")
-    """`postgresql://user:password@host:5432/db`: keep runs in PostgreSQL instead, so several
-    replicas of the bot share one queue and one history."""
+    """`postgresql://user:password@host:5432/db`: runs in PostgreSQL, shared by all replicas."""
     run_lease_s: float = Field(default=60, ge=3, le=3600, alias="RESEARCH_BOT_RUN_LEASE_S")
-    """How long a replica's claim on its runs lasts without renewal (renewed every third of
-    it): after it lapses, another replica takes a dead replica's runs over."""
+    """How long a claim on a run lasts unrenewed; after it, another replica takes the run over."""
     db_busy_timeout_s: float = Field(
         default=15, ge=0, le=600, alias="RESEARCH_BOT_DB_BUSY_TIMEOUT_S"
     )
@@ -213,24 +217,9 @@ class Settings(BaseSettings):
     """MiB of page bodies the whole process holds at once; a fetch past it is refused."""
 
     @field_validator(
-        "anthropic_api_key",
-        "anthropic_base_url",
-        "openai_api_key",
-        "openai_base_url",
-        "openai_fast_model",
-        "tavily_api_key",
-        "tavily_base_url",
-        "brave_api_key",
-        "brave_api_url",
-        "arxiv_api_url",
-        "github_token",
-        "github_api_url",
-        "slack_bot_token",
-        "slack_app_token",
-        "slack_signing_secret",
-        "slack_api_url",
-        "discord_token",
-        "discord_api_url",
+        *("anthropic_api_key", "openai_api_key", "openai_fast_model", "tavily_api_key"),
+        *("brave_api_key", "github_token", "slack_bot_token", "slack_app_token"),
+        *("slack_signing_secret", "discord_token", *API_ADDRESSES),
         mode="before",
     )
     @classmethod
@@ -261,6 +250,23 @@ class Settings(BaseSettings):
     def database(self) -> str | Path:
         """Where runs are kept: the PostgreSQL URL when one is set, else the SQLite file."""
         return self.database_url.get_secret_value() if self.database_url else self.db_path
+
+    @field_validator(*API_ADDRESSES)
+    @classmethod
+    def _api_address(cls, value: str | None) -> str | None:
+        """Checked at start: a wrong address would otherwise fail inside each run."""
+        if value is not None and not is_web_address(value):
+            raise ValueError(f"{value!r} is not an http(s) address, e.g. https://api.example.com")
+        return value
+
+    @field_validator("fetch_allow_hosts")
+    @classmethod
+    def _allow_entries(cls, entries: list[str]) -> list[str]:
+        """Checked here (the page reader checks again) so that a refusal names the setting."""
+        for entry in entries:
+            if not is_allow_entry(entry):
+                raise ValueError(f"{entry!r} is not host[:port], e.g. intranet.local:8080")
+        return entries
 
     @field_validator("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd", mode="before")
     @classmethod

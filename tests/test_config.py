@@ -95,3 +95,45 @@ def test_the_database_is_the_url_when_one_is_set_and_the_file_otherwise(tmp_path
     assert Settings.from_mapping({"RESEARCH_BOT_DATABASE_URL": url}).database == url
     plain = Settings.from_mapping({"RESEARCH_BOT_DB": str(tmp_path / "x.sqlite3")})
     assert plain.database == tmp_path / "x.sqlite3"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("ANTHROPIC_BASE_URL", "not-a-url"),
+        ("ANTHROPIC_BASE_URL", "ftp://proxy.example"),
+        ("OPENAI_BASE_URL", "localhost:11434/v1"),
+        ("TAVILY_BASE_URL", "https://"),
+        ("SLACK_API_URL", "http://127.0.0.1:99999/api/"),
+        ("DISCORD_API_URL", "http://127.0.0.1:port/api"),
+    ],
+)
+def test_an_api_address_that_is_not_a_web_address_is_refused_with_its_name(
+    name: str, value: str
+) -> None:
+    with pytest.raises(ValidationError, match=f"{name}[^$]*is not an http\\(s\\) address"):
+        Settings.from_mapping({name: value})
+
+
+def test_api_addresses_as_people_write_them_are_kept() -> None:
+    settings = Settings.from_mapping(
+        {
+            "ANTHROPIC_BASE_URL": "https://gateway.example/anthropic",
+            "OPENAI_BASE_URL": "http://localhost:11434/v1",
+            "SLACK_API_URL": "http://127.0.0.1:8080/api/",
+            "GITHUB_API_URL": "",
+        }
+    )
+    assert settings.anthropic_base_url == "https://gateway.example/anthropic"
+    assert settings.openai_base_url == "http://localhost:11434/v1"
+    assert settings.slack_api_url == "http://127.0.0.1:8080/api/"
+    assert settings.github_api_url is None
+
+
+@pytest.mark.parametrize(
+    "entry", ["intranet/x", "http://intranet", "user@intranet", "intranet:99999", "[nope]:80"]
+)
+def test_an_allow_list_entry_that_is_not_host_port_is_refused_with_the_setting(entry: str) -> None:
+    with pytest.raises(ValidationError, match="RESEARCH_BOT_FETCH_ALLOW_HOSTS") as refused:
+        Settings.from_mapping({"RESEARCH_BOT_FETCH_ALLOW_HOSTS": f"wiki.corp, {entry}"})
+    assert repr(entry) in str(refused.value)

@@ -33,9 +33,19 @@ from bot.agent.events import (
     add_costs,
 )
 from bot.agent.fence import plain
+from bot.agent.report.markdown import parse
 from bot.agent.report.model import format_cost
+from bot.agent.state import NOTHING_YET
 from bot.domain import Depth, RunRecord, strip_controls
 from bot.runs.manager import Outcome, RunManager
+
+NOTHING_YET_HERE = (
+    "Nothing has been gathered yet, so there is nothing to summarize: the research goes on. "
+    "Ctrl-C again cancels it."
+)
+"""The engine's NOTHING_YET in the terminal's own keys: here the second Ctrl-C is Cancel."""
+WRITTEN_AGAIN = "This run had ended: its report is written again from what was stored."
+WRITTEN_LATE = "This run had ended, but its report could not be written then: it is written now."
 
 
 class TerminalProgress:
@@ -98,14 +108,22 @@ class TerminalProgress:
             view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
             view.action = line = "Writing the report"
-        elif isinstance(event, Notice | ProviderSwitched):
+        elif isinstance(event, ProviderSwitched):
             line = event.message
+        elif isinstance(event, Notice):
+            line = NOTHING_YET_HERE if event.message == NOTHING_YET else event.message
         return line
 
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         self.outcome = outcome
         self.close()
-        self._console.print(escape(strip_controls(outcome_summary(outcome))))
+        if outcome.redelivery:  # `resume` of a run that had ended: no restart, nothing posted
+            self._console.print(WRITTEN_AGAIN if run.delivered_at else WRITTEN_LATE)
+        shown = outcome.model_copy(update={"redelivery": False})
+        if outcome.report is not None:
+            tldr = terminal_text(outcome.report.tldr)
+            shown.report = outcome.report.model_copy(update={"tldr": tldr})
+        self._console.print(escape(strip_controls(outcome_summary(shown))))
 
     def close(self) -> None:
         if self._live is not None:
@@ -144,6 +162,28 @@ class TerminalProgress:
                 "✓" if row.done else "",
             )
         return table
+
+
+def terminal_text(markdown: str) -> str:
+    """Markdown from the model (a TL;DR) as a terminal shows it: its words, a line per
+    paragraph or list item, without markup or escapes (`\\<@U0ADMIN>` reads `<@U0ADMIN>`:
+    nothing pings anyone here)."""
+    lines: list[str] = []
+    marker = ""
+    for token in parse(markdown):
+        if token.type == "list_item_open":
+            marker = f"{token.info}{token.markup} " if token.info else "- "
+        elif token.type == "inline":
+            words = "".join(
+                " " if child.type in {"softbreak", "hardbreak"} else child.content
+                for child in token.children or []
+                if child.type in {"text", "code_inline", "html_inline", "softbreak", "hardbreak"}
+            )
+            lines.append(marker + words)
+            marker = ""
+        elif token.type in {"html_block", "code_block", "fence"}:
+            lines.append(token.content.rstrip("\n"))
+    return "\n".join(lines)
 
 
 def _cell(text: str) -> Text:

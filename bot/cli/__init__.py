@@ -1,3 +1,4 @@
 """The `research-bot` command (`app`), a module per family of subcommands: `research` and
-`resume` (the run itself: `terminal_run`), `ask`, the history readers (`history`: history,
-usage, show, export, eval), and `serve` with `discord sync`; `common` holds what they share."""
+`resume` (the run itself: `terminal_run`), `ask` (the follow-up itself: `followup`), the
+readers of the history (`history`: history and usage; `reports`: show, export and eval, with
+`evaluation`), and `serve` with `discord sync`; `common` holds what they share."""

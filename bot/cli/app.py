@@ -1,29 +1,43 @@
 """The `research-bot` command: each subcommand family is a module of this package; this one
-names them. Heavy clients load inside the commands that need them, so a read is quick."""
+names them. Those modules import only what their command line needs: the model and web
+clients load inside the commands that use them, once the input is checked, so a read (and a
+refusal) is quick."""
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
-from bot.cli import ask, db, history, research, serve
+from bot.cli import ask, db, history, reports, research, serve
 from bot.memory import limit_malloc_arenas
+
+
+def _add(group: typer.Typer, command: Callable[..., Any], name: str | None = None) -> None:
+    """A command whose help is its docstring, each paragraph on one line: the docstring is
+    wrapped for the source, and rich would keep those line ends, breaking sentences in two."""
+    paragraphs = inspect.cleandoc(command.__doc__ or "").split("\n\n")
+    group.command(name, help="\n\n".join(" ".join(p.split()) for p in paragraphs))(command)
+
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Autonomous company research with Claude, from a terminal, Slack or Discord.",
 )
-app.command()(research.research)
-app.command()(research.resume)
-app.command()(ask.ask)
-app.command()(history.history)
-app.command()(history.usage)
-app.command()(history.show)
-app.command("export")(history.export_report)
-app.command("eval")(history.evaluate)
-app.command()(serve.serve)
+_add(app, research.research)
+_add(app, research.resume)
+_add(app, ask.ask)
+_add(app, history.history)
+_add(app, history.usage)
+_add(app, reports.show)
+_add(app, reports.export_report, "export")
+_add(app, reports.evaluate, "eval")
+_add(app, serve.serve)
 discord_app = typer.Typer(no_args_is_help=True, help="Discord set-up.")
-discord_app.command("sync")(serve.discord_sync)
+_add(discord_app, serve.discord_sync, "sync")
 app.add_typer(discord_app, name="discord")
 app.add_typer(db.db_app, name="db")
 

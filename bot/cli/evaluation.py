@@ -11,7 +11,6 @@ import time
 
 from pydantic import BaseModel
 
-from bot.agent.report.claims import in_report_order, measure_deterministic
 from bot.agent.report.model import Report
 from bot.agent.report.support import DETERMINISTIC, JUDGE, Claim, Support, Verdict
 from bot.agent.state import RunState
@@ -124,6 +123,10 @@ async def evaluate_run(store: Store, run_id: str) -> RunEval:
 
 
 async def _measure_now(store: Store, record: RunRecord, report: Report) -> list[Claim]:
+    # The checker's module loads the model client's; only a run stored before claims were
+    # measured needs it, so every other read starts without them.
+    from bot.agent.report.claims import in_report_order, measure_deterministic
+
     request = Request(topic=record.topic, mode=record.mode, language=record.language)
     history = await store.events(record.run_id)
     run = RunState.from_history(request, history, lambda _: None, time.monotonic(), record.run_id)

@@ -1,5 +1,5 @@
-"""A research run in the terminal, start to end: the output file checked before any money is
-spent, progress on stderr, the report written to a file (its delivery), and the signals.
+"""A research run in the terminal, start to end: progress on stderr, the report written to a
+file (its delivery), and the signals.
 
 Ctrl-C once summarizes now, twice cancels. SIGTERM and SIGHUP (a closed terminal, `kill`) stop
 the run and leave it interrupted, for `research-bot resume RUN_ID`.
@@ -8,7 +8,6 @@ the run and leave it interrupted, for `research-bot resume RUN_ID`.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from rich.console import Console
 from bot.adapters.chat.sink import StatusView
 from bot.adapters.terminal import TerminalProgress, install_interrupts
 from bot.agent.events import Event
-from bot.domain import Request, RunRecord
+from bot.domain import Request, RunRecord, RunStatus, strip_controls
 from bot.errors import RequestError
 from bot.runs.manager import Outcome
 
@@ -27,19 +26,6 @@ if TYPE_CHECKING:
     from bot.compose import Services
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
-
-
-def check_output(path: Path | None) -> None:
-    """Refuse an --output that cannot be written, before the run spends anything."""
-    if path is None:
-        return
-    if path.is_dir():
-        raise RequestError(f"--output {path} is a folder: give a file name in it.")
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise RequestError(f"--output: the folder {folder} does not exist.")
-    if not os.access(folder, os.W_OK):
-        raise RequestError(f"--output: cannot write in {folder}.")
 
 
 class ReportFile:
@@ -134,6 +120,8 @@ async def resume(services: Services, console: Console, run_id: str, output: Path
         run_id=record.run_id, topic=record.topic, mode=record.mode.value, requester="you"
     )
     listener = ReportFile(console, view, output)
+    ended = record.status in (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
     record = await services.runs.resume(record.run_id, listener)
-    console.print(f"Run {record.run_id}: resuming {record.topic!r}", markup=False)
+    doing = "it had ended; writing its report again" if ended else "resuming"
+    console.print(f"Run {record.run_id}: {doing} {strip_controls(record.topic)!r}", markup=False)
     return await follow(services, console, record, listener)

@@ -141,12 +141,19 @@ async def test_ctrl_c_twice_cancels(cli: Cli, anthropic_api: FakeAnthropic) -> N
     await anthropic_api.wait_for_requests(1)
 
     process.send_signal(signal.SIGINT)
-    await wait_for_line(process.stderr, "Nothing has been gathered yet")
+    await wait_for_line(process.stderr, "Summarizing now… (Ctrl-C again to cancel)")
+    while "Nothing has been gathered yet" not in (
+        said := (await process.stderr.readline()).decode()
+    ):
+        assert said, "the process ended before saying there was nothing to summarize"
     process.send_signal(signal.SIGINT)
     _, err = await process.communicate()
 
     assert process.returncode == 1
     assert "Cancelled" in err.decode()
+    # The second Ctrl-C is Cancel, and the notice in between says so, nothing else.
+    assert "Nothing has been gathered yet" in said and "Ctrl-C again cancels" in said
+    assert "press again in a moment" not in said
 
 
 async def test_serve_without_a_platform_says_which_tokens_to_set(cli: Cli) -> None:
@@ -180,11 +187,14 @@ async def test_serve_runs_slack_and_discord_in_one_process_and_stops_on_sigterm(
 @pytest.mark.parametrize(
     ("args", "env", "named"),
     [
-        (["--deadline", "999999"], {}, "deadline_s"),
-        (["--max-turns", "0"], {}, "max_turns"),
-        (["--depth", "deep", "--max-turns", "51"], {}, "deep_max_turns"),
-        (["--depth", "deep", "--deadline", "0"], {}, "deep_deadline_s"),
+        (["--deadline", "999999"], {}, "--deadline 999999.0"),
+        (["--deadline", "1e9"], {}, "--deadline 1000000000.0"),
+        (["--max-turns", "0"], {}, "--max-turns 0"),
+        (["--depth", "deep", "--max-turns", "51"], {}, "--max-turns 51"),
+        (["--depth", "deep", "--deadline", "0"], {}, "--deadline 0.0"),
         ([], {"RESEARCH_BOT_PRICES": "{not json"}, "not valid JSON"),
+        ([], {"RESEARCH_BOT_FETCH_ALLOW_HOSTS": "intranet/x"}, "RESEARCH_BOT_FETCH_ALLOW_HOSTS"),
+        ([], {"ANTHROPIC_BASE_URL": "not-a-url"}, "ANTHROPIC_BASE_URL"),
     ],
 )
 async def test_command_line_values_are_checked_like_settings(
@@ -194,6 +204,9 @@ async def test_command_line_values_are_checked_like_settings(
     code, _, err = await cli.run("research", "Acme", *args)
     assert code == 2 and named in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1 and anthropic_api.requests == []
+    # The option the person typed, never the setting's field name behind it.
+    assert not re.search(r"\b(deep_)?(max_turns|deadline_s)\b", err), err
+    assert not Path(cli.env["RESEARCH_BOT_DB"]).exists()  # refused before a run is recorded
 
 
 async def test_a_deep_run_is_stored_and_listed_as_deep(

@@ -62,7 +62,7 @@ async def test_ask_answers_updates_the_report_and_history_and_show_nest_follow_u
     assert code == 0, err
     asked = json.loads(out)
     assert (asked["parent_run_id"], asked["ending"], asked["version"]) == (run_id, "completed", 2)
-    assert "web_search: Acme customers" in err and asked["cost_usd"] > 0
+    assert "Searched: Acme customers" in err and asked["cost_usd"] > 0
     file = Path(asked["report_file"])
     assert file.name == f"acme-robotics-{run_id}-v2.md" and "Grocers [2]" in file.read_text()
 
@@ -72,8 +72,8 @@ async def test_ask_answers_updates_the_report_and_history_and_show_nest_follow_u
     code, out, _ = await cli.run("history")
     lines = out.splitlines()
     assert lines[0].startswith(run_id)
-    assert len(lines) == 3 and all(line.startswith("  └ ") for line in lines[1:])
-    assert lines[2].split()[1] == asked["run_id"]
+    assert len(lines) == 3 and all("└ follow-up" in line for line in lines[1:])
+    assert lines[2].split()[0] == asked["run_id"]
     assert "answered" in lines[1] and "How much did they raise?" in lines[1]
 
     code, out, _ = await cli.run("history", "--json")

@@ -117,9 +117,12 @@ async def test_a_report_that_cannot_be_written_is_kept_and_resume_writes_it(
     assert "research-bot show" in err.decode() and "research-bot resume" in err.decode()
 
     run_id = json.loads((await cli.run("history", "--json"))[1])[0]["run_id"]
-    code, _, _ = await cli.run("resume", run_id, "--output", str(tmp_path / "r.md"))
+    code, _, err = await cli.run("resume", run_id, "--output", str(tmp_path / "r.md"))
     assert code == 0 and "Builds robots" in (tmp_path / "r.md").read_text()
     assert len(anthropic_api.requests) == 1
+    # What happened, in the terminal's terms: nothing restarted, nothing was posted.
+    assert "could not be written then: it is written now" in err
+    assert "Posted after a restart" not in err and "resuming" not in err
 
 
 def _digest(path: Path) -> str:
