@@ -1,6 +1,6 @@
 """What every chat platform shares: the `ChatSink` it implements, the errors it raises, the
 status it shows (with a deep run's researchers as rows), and the words of its messages
-(endings, a deep run's milestones, the closing summary; tool calls are `calls`).
+(endings, a deep run's milestones, the closing summary; a tool call's line is in `calls`).
 
 Platforms turn their SDK's failures into `ChatError`; `DeliveryFailed` says an outcome could
 not reach its thread in any form (the runs service then delivers it again at the next start).

@@ -35,7 +35,7 @@ NOTHING_FOUND = (
 NOTHING_FOUND_IN_BUDGET = (
     "The run's cost budget was spent before anything was found (RESEARCH_BOT_MAX_RUN_COST_USD)."
 )
-CANCELLED_NOTE = "The run was cancelled; this is what its researchers had found."
+CANCELLED_NOTE = "The run was cancelled. This is what its researchers had found."
 FINDINGS_ONLY = (
     "The final write-up failed, so each section below is one researcher's finding as it "
     "wrote it, with every source the run found listed once."

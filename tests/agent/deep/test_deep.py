@@ -200,6 +200,8 @@ async def test_cancel_stops_everything(world: Services, script: DeepScript) -> N
     script.hold.set()
     assert recorder.outcome.ending is Ending.CANCELLED
     assert "final" not in script.calls
+    assert recorder.outcome.report.from_evidence_only  # what the researchers had found
+    assert outcome_summary(recorder.outcome).count("The run was cancelled") == 1
 
 
 async def test_the_deadline_stops_researchers_and_the_report_is_written(
