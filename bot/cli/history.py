@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from bot.adapters.chat.calls import counted
 from bot.agent.report.model import format_cost
 from bot.cli.common import fail, load_settings, out, reader
 from bot.config import Settings
@@ -51,7 +52,7 @@ def history_line(run: RunRecord, now: datetime) -> str:
         kind = "└ follow-up"
     return (
         f"{run.run_id}  {run.created_at:%Y-%m-%d %H:%M}  {kind:<15} {shown_status(run, now):<11} "
-        f"{run.termination_reason or '':<26} {run.turns:>3} turns  "
+        f"{run.termination_reason or '':<26} {counted(run.turns, 'turn'):>9}  "
         f"{format_cost(run.cost_usd):>12}  {strip_controls(run.topic)}"
     )
 

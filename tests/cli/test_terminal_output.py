@@ -267,3 +267,23 @@ async def test_every_help_text_is_whole_and_wraps_only_at_the_terminal_width(cli
         for lines in paragraphs:
             assert _early_breaks(lines, 74) == [], (command, lines)
             assert lines[-1].endswith((".", ")")), (command, lines)
+
+
+def test_a_history_row_counts_one_turn_as_one_turn() -> None:
+    from datetime import UTC, datetime
+
+    from bot.cli.history import history_line
+    from bot.domain import Origin, RunRecord, RunStatus
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    run = RunRecord(
+        run_id="abc2345678",
+        topic="Acme",
+        mode="company",
+        origin=Origin(platform="terminal"),
+        status=RunStatus.DONE,
+        turns=1,
+        created_at=now,
+    )
+    assert "  1 turn  " in history_line(run, now)
+    assert " 2 turns  " in history_line(run.model_copy(update={"turns": 2}), now)
