@@ -88,6 +88,12 @@ _ESCAPES = re.compile(
 )
 
 
+def strip_escapes(text: str) -> str:
+    """Terminal escape sequences removed whole, every other character kept (a joiner in
+    Persian or in an emoji stays): for text that is escaped again before it is printed."""
+    return _ESCAPES.sub("", text)
+
+
 def strip_controls(text: str) -> str:
     """Untrusted text made safe to print or store: escape sequences removed whole (an OSC 8
     link, a screen clear), then every other control or format character (BEL, C1, bidi

@@ -138,6 +138,7 @@ async def test_anthropic_down_mid_run_the_run_finishes_on_the_fallback_with_one_
         (2, "openai:gpt-4.1-mini"),
         (3, "openai:gpt-4.1-mini"),
         (3, "openai:gpt-4.1-nano"),  # the finish check: the fast model, OpenAI's own
+        (3, "openai:gpt-4.1-nano"),  # the claim judge, on the same fast model
     ]
     # Turn 2 went over with the conversation translated: Anthropic's call, answered.
     turn_2 = openai_api.requests[0]["messages"]

@@ -20,9 +20,9 @@ from bot.agent.events import (
 )
 from bot.agent.evidence import SourceTexts
 from bot.agent.fence import fence as fence  # re-exported: the loop takes it from here
-from bot.agent.models.fallback import ProviderWatch
 from bot.agent.prompts import system_prompt, task
 from bot.agent.report.model import Report, SourceRegistry
+from bot.agent.switches import ProviderWatch
 from bot.domain import Request
 
 T = TypeVar("T")

@@ -176,7 +176,7 @@ async def test_db_status_on_sqlite_and_on_postgresql(
         "version": latest(),
         "latest": latest(),
         "runs": {"queued": 1, "done": 2, "failed": 1},
-        "replicas": None,
+        "replicas": [],
     }
     assert PASSWORD not in out + err
 

@@ -329,7 +329,7 @@ async def test_status_says_engine_version_and_runs_on_both_engines(
     assert found.engine == ("postgresql" if isinstance(db_target, str) else "sqlite")
     assert (found.version, found.latest) == (latest(), latest())
     assert found.runs == {"done": 1, "queued": 2}
-    assert found.replicas is None
+    assert found.replicas == []  # the table is there; no replica has registered
 
 
 async def test_status_reads_the_replicas_table_and_tells_alive_from_gone(
@@ -338,22 +338,19 @@ async def test_status_reads_the_replicas_table_and_tells_alive_from_gone(
     now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
     async with Store.connect(db_target):
         pass
-    # The table as the runs service registers replicas in it (its columns may grow).
+    # Rows as replicas register themselves (schema step 8), written by another writer.
     engine = create_engine(sync_url(db_target))
     with engine.begin() as conn:
-        conn.execute(
-            text(
-                "CREATE TABLE replicas (replica_id TEXT PRIMARY KEY, host TEXT NOT NULL, "
-                "pid INTEGER, started_at TEXT, seen_at TEXT, platforms TEXT NOT NULL)"
-            )
-        )
         for replica_id, host, pid, seen, platforms in [
             ("r-alive", "web-1", 7, now - timedelta(seconds=5), "slack,discord"),
             # A time written without its zone (a timestamp column, or another writer) is UTC.
             ("r-gone", "web-2", 8, (now - timedelta(minutes=5)).replace(tzinfo=None), "slack"),
         ]:
             conn.execute(
-                text("INSERT INTO replicas VALUES (:id, :host, :pid, :started, :seen, :platforms)"),
+                text(
+                    "INSERT INTO replicas (replica_id, host, pid, started_at, seen_at, platforms) "
+                    "VALUES (:id, :host, :pid, :started, :seen, :platforms)"
+                ),
                 {
                     "id": replica_id,
                     "host": host,

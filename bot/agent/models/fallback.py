@@ -13,7 +13,7 @@ Callers name the primary provider's models (`ModelCall.model` None is its resear
 fast model's name the fast one); each provider is asked for its own model of the same role. A
 reply's `model` is `provider:model` (`anthropic:claude-sonnet-5-5`, `openai:gpt-4.1-mini`), so
 the trajectory shows which one served each turn. A run learns of a switch from those names
-(`ProviderWatch`) and tells it as a `ProviderSwitched` event.
+(`bot.agent.switches.ProviderWatch`) and tells it as a `ProviderSwitched` event.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bot.agent.events import ProviderSwitched
 from bot.agent.models.port import ModelCall, ModelPort, ModelReply
 from bot.errors import ModelError
 
@@ -101,31 +100,3 @@ class ModelChain:
         else:
             model = call.model  # a model asked for by its own name
         return call if model == call.model else call.model_copy(update={"model": model})
-
-
-class ProviderWatch:
-    """Which providers have served one run, from the `provider:model` of each call's reply. One
-    per run, shared by a deep run's researchers, so that each switch is told once per run."""
-
-    def __init__(self) -> None:
-        self._served: set[str] = set()
-        self._last = ""
-
-    def served(self, model: str, turn: int) -> ProviderSwitched | None:
-        """Note a call served by `model`; the event to emit when a provider serves this run for
-        the first time after another one did (the chain moves off a provider only when it fails)."""
-        provider, colon, name = model.partition(":")
-        if not colon:
-            return None  # not through the chain: nothing to tell
-        previous, self._last = self._last, model
-        first_time = provider not in self._served
-        self._served.add(provider)
-        if not (first_time and previous):
-            return None
-        before = previous.partition(":")[0]
-        return ProviderSwitched(
-            turn=turn,
-            previous=previous,
-            model=model,
-            message=f"Model provider switched: {before} failed, so {provider} ({name}) took over.",
-        )

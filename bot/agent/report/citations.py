@@ -22,6 +22,7 @@ from bot.agent.report.markdown import (
     text_token,
 )
 from bot.agent.report.markup import anchors_as_links, find_urls, html_blocks_as_text
+from bot.domain import strip_escapes
 
 UNVERIFIED = "[unverified]"
 # A bracketed group of numbers and ranges: `[3]`, `[1, 3]`, `[3-5]`, `[3–5]`. Whether it is a
@@ -67,7 +68,9 @@ def check(
     """`lookup`: the run's number for a URL it retrieved, else None; `count`: how many it has.
     `renumber` False keeps the run's numbers (a follow-up cites its run's list as it stands).
     `mark`: what marks a statement that lost every citation (in the report's language)."""
-    tokens = html_blocks_as_text(parse(text))
+    # Escapes go whole before Markdown escaping: `]` escaped inside an OSC 8 link would cut the
+    # sequence where a terminal stops reading it, and print the rest.
+    tokens = html_blocks_as_text(parse(strip_escapes(text)))
     parts = _split(tokens)
     title = _take_title(parts)
     # The model's own bibliography: a trailing section shaped like one (never the first section).

@@ -9,9 +9,10 @@ import pytest
 from anthropic import AsyncAnthropic
 from openai import AsyncOpenAI
 
-from bot.agent.models.fallback import ModelChain, Provider, ProviderWatch
+from bot.agent.models.fallback import ModelChain, Provider
 from bot.agent.models.openai_compat import OpenAIModel
 from bot.agent.models.port import AnthropicModel, ModelCall
+from bot.agent.switches import ProviderWatch
 from bot.config import DEFAULT_PRICES
 from bot.errors import ContextOverflow, ModelError
 from tests.conftest import FAST_MODEL, TEST_MODEL
