@@ -16,15 +16,11 @@ from tests.fakes.web import FakeWeb
 from tests.postgres import PgServer, start_server
 
 TEST_MODEL = "claude-sonnet-4-6"
-PROCESS_HEAVY = {
-    "test_cli.py",
-    "test_deep_cli.py",
-    "test_eval.py",
-    "test_terminal_faults.py",
-    "test_replicas.py",
-}
-"""Test files that start many bot processes: kept on one xdist worker, so two of them never
-share the two cores at once (a CLI run starved of CPU would trip its timeout)."""
+PROCESS_HEAVY = {"test_terminal_faults.py", "test_replicas.py"}
+"""Test files that start many bot processes at once (thirty terminal runs, three replicas):
+kept on one xdist worker, so two of them never share the two cores at once. The other bot
+processes are forked from a server that has their SDKs loaded, and start in a fraction of a
+second (`tests/forkserver.py`)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

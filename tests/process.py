@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
+import json
 import os
 import signal
+import socket
+import subprocess
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -30,10 +35,15 @@ class Cli:
 
     async def start(
         self, *args: str, max_file_bytes: int | None = None, **options: Any
-    ) -> asyncio.subprocess.Process:
-        """`max_file_bytes`: cap every file the command writes (a full disk). Set by a small
-        Python that then execs the command, never by `preexec_fn`: forking a process that runs
-        threads (xdist's, asyncio's) and running Python in the child can deadlock it."""
+    ) -> asyncio.subprocess.Process | Forked:
+        """`max_file_bytes`: cap every file the command writes (a full disk). A command is
+        forked from the fork server (`tests/forkserver.py`), whose SDKs are already imported;
+        one that measures its own imports (`PYTHONPROFILEIMPORTTIME`) starts from nothing."""
+        if not options and "PYTHONPROFILEIMPORTTIME" not in self.env:
+            return await _server().start(list(args), self.env, self.cwd, max_file_bytes)
+        # The cap is set by a small Python that then execs the command, never by `preexec_fn`:
+        # forking a process that runs threads (xdist's, asyncio's) and running Python in the
+        # child can deadlock it.
         limit = [] if max_file_bytes is None else [*_LIMITED, str(max_file_bytes)]
         return await asyncio.create_subprocess_exec(
             *limit,
@@ -63,6 +73,120 @@ class Cli:
             raise AssertionError(message) from None
         assert process.returncode is not None
         return process.returncode, out.decode(), err.decode()
+
+
+class Forked:
+    """A command forked by the fork server: the part of `asyncio.subprocess.Process` the
+    tests use. Its return code comes from the server, its parent."""
+
+    def __init__(
+        self,
+        pid: int,
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        conn: socket.socket,
+        received: bytes,
+    ) -> None:
+        self.pid = pid
+        self.stdout = stdout
+        self.stderr = stderr
+        self.returncode: int | None = None
+        self._ended = asyncio.get_running_loop().create_task(self._wait_for_end(conn, received))
+
+    async def _wait_for_end(self, conn: socket.socket, received: bytes) -> int:
+        """`received`: what the server said after the pid, if anything."""
+        loop = asyncio.get_running_loop()
+        try:
+            while not received.endswith(b"\n"):
+                chunk = await loop.sock_recv(conn, 64)
+                if not chunk:
+                    raise AssertionError(f"the fork server lost process {self.pid}")
+                received += chunk
+        finally:
+            conn.close()
+        self.returncode = int(received)
+        return self.returncode
+
+    async def wait(self) -> int:
+        return await asyncio.shield(self._ended)
+
+    async def communicate(self) -> tuple[bytes, bytes]:
+        out, err, _ = await asyncio.gather(self.stdout.read(), self.stderr.read(), self.wait())
+        return out, err
+
+    def send_signal(self, number: int) -> None:
+        if self.returncode is None and not self._ended.done():
+            os.kill(self.pid, number)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+class _ForkServer:
+    def __init__(self) -> None:
+        self._folder = tempfile.mkdtemp(prefix="research-bot-forks-")
+        self.path = os.path.join(self._folder, "socket")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.forkserver", self.path],
+            cwd=ROOT,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": self._folder, "PYTHONPATH": str(ROOT)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        assert self._process.stdout is not None
+        ready = self._process.stdout.readline()
+        assert ready == b"ready\n", f"the fork server did not start: {ready!r}"
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        assert self._process.stdin is not None
+        self._process.stdin.close()  # it ends when its input does
+        self._process.wait(timeout=10)
+
+    async def start(
+        self, args: list[str], env: dict[str, str], cwd: Path, max_file_bytes: int | None
+    ) -> Forked:
+        loop = asyncio.get_running_loop()
+        pipes = [os.pipe() for _ in range(2)]
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            conn.connect(self.path)
+            header = {"args": args, "env": env, "cwd": str(cwd), "max_file_bytes": max_file_bytes}
+            socket.send_fds(conn, [json.dumps(header).encode()], [stdin, pipes[0][1], pipes[1][1]])
+        finally:
+            for fd in (stdin, pipes[0][1], pipes[1][1]):
+                os.close(fd)
+        received = b""
+        while b"\n" not in received:
+            chunk = conn.recv(64)
+            assert chunk, "the fork server did not fork"
+            received += chunk
+        pid, _, after = received.partition(b"\n")
+        conn.setblocking(False)
+        readers = []
+        for read_end, _ in pipes:
+            reader = asyncio.StreamReader(limit=2**16, loop=loop)
+            await loop.connect_read_pipe(
+                lambda reader=reader: asyncio.StreamReaderProtocol(reader, loop=loop),
+                os.fdopen(read_end, "rb", 0),
+            )
+            readers.append(reader)
+        return Forked(int(pid), readers[0], readers[1], conn, after)
+
+
+_FORK_SERVER: _ForkServer | None = None
+
+
+def _server() -> _ForkServer:
+    """This test process's fork server, started when a test first runs a command."""
+    global _FORK_SERVER
+    if _FORK_SERVER is None:
+        _FORK_SERVER = _ForkServer()
+    return _FORK_SERVER
 
 
 _LIMITED = [

@@ -32,8 +32,6 @@ RELOCK = (
 )
 NOBODY = 65534
 IS_ROOT = os.geteuid() == 0
-# Tests that start the bot itself are marked `xdist_group("processes")`, beside the other tests
-# that do (tests/conftest.py says why).
 
 
 @dataclass(frozen=True)
@@ -188,7 +186,6 @@ async def run_release_step(home: Path, **env: str) -> tuple[int, str, str]:
     return process.returncode, out.decode(), err.decode()
 
 
-@pytest.mark.xdist_group("processes")
 async def test_the_release_step_registers_the_discord_command(tmp_path: Path) -> None:
     async with FakeDiscord() as fake:
         code, _, err = await run_release_step(
@@ -199,7 +196,6 @@ async def test_the_release_step_registers_the_discord_command(tmp_path: Path) ->
         assert [command["name"] for command in call.body] == ["research"]
 
 
-@pytest.mark.xdist_group("processes")
 async def test_a_token_discord_refuses_stops_the_deploy_with_one_line(tmp_path: Path) -> None:
     async with FakeDiscord() as fake:
         code, _, err = await run_release_step(
@@ -246,7 +242,6 @@ def start_app(folder: Path, *, as_other_user: bool = False) -> subprocess.Comple
     )
 
 
-@pytest.mark.xdist_group("processes")
 def test_a_writable_volume_starts_the_bot(volume: Path) -> None:
     (volume / "research-bot.sqlite3").touch()
     result = start_app(volume)

@@ -18,9 +18,8 @@ from tests.postgres import PgServer
 from tests.process import Cli, eventually, wait_for_line
 from tests.store.test_copy import make_history
 
-# Each test starts the command once or twice (about 1.5 s of imports each), and the first one
-# in a worker also starts PostgreSQL: kept with the other process-heavy files on one worker.
-pytestmark = [pytest.mark.xdist_group("processes"), pytest.mark.timeout(60)]
+# The first test in a worker also starts PostgreSQL.
+pytestmark = pytest.mark.timeout(60)
 PASSWORD = "s3cret-pw"
 NOWHERE = f"postgresql://bot:{PASSWORD}@127.0.0.1:1/research"
 """A PostgreSQL URL where no server listens (port 1 refuses at once)."""

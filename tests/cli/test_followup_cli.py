@@ -14,7 +14,6 @@ from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import ARTICLE_PATH, FakeWeb
 from tests.process import Cli
 
-pytestmark = pytest.mark.xdist_group("processes")
 REPORT = "# Acme Robotics\n\n## TL;DR\n- Acme raised $40 million [4].\n\n## Overview\nFounded 2019 [4].\n"
 REVISED = REPORT.replace("[4]", "[1]") + "\n## Customers and market\nGrocers [2].\n"
 

@@ -21,8 +21,6 @@ from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
 from tests.process import Cli
 
-pytestmark = pytest.mark.xdist_group("processes")
-
 # What a hostile page can plant: a screen clear, a title change, an OSC 8 link to a local file,
 # an 8-bit CSI and a bidi override.
 PLANTED = "\x1b[2J\x1b]0;pwned\x07\x1b]8;;file:///etc/passwd\x07click\x1b]8;;\x1b\\\x9b31m\u202e"

@@ -314,7 +314,6 @@ async def test_an_answer_discord_refused_is_posted_once_at_the_next_start_pingin
 # -- The terminal ----------------------------------------------------------------------------
 
 
-@pytest.mark.xdist_group("processes")
 async def test_resume_of_a_follow_up_the_terminal_left_asks_it_again_and_prints_the_answer(
     settings: Settings,
     tmp_path: Path,

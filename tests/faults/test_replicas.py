@@ -111,6 +111,9 @@ async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
             return _rows(pg_url, "SELECT count(*) FROM runs WHERE status = 'running'") == [(1,)]
 
         await eventually(running, within_s=30)
+        # Pressed once the search's results are in (the second turn waits on the model): a
+        # press before any evidence only says that there is nothing to write up yet.
+        await anthropic_api.wait_for_requests(2)
         [(run_id, owner)] = _rows(pg_url, "SELECT run_id, owner FROM runs")
         pids = [replica.process.pid for replica in two]
         elsewhere = two[1 - pids.index(int(owner.split(":")[1]))]

@@ -228,7 +228,6 @@ async def test_a_replica_without_the_gateway_posts_its_runs_with_the_bot_token(
     assert _lock_holder(pg_url) == ["replica-a"]
 
 
-@pytest.mark.xdist_group("processes")
 @pytest.mark.timeout(90)  # a bot process starts slowly on a busy machine
 async def test_serve_killed_with_kill_9_hands_the_gateway_to_another_replica(
     tmp_path: Path,
