@@ -102,8 +102,8 @@ def clean(sentence: str) -> str:
 
 
 def claim(sentence: str, language: str = "en") -> Claim:
-    text = prepare(clean(sentence), language, every=True)
-    found = quantities.read(text, source=False)
+    text = prepare(clean(sentence), language, every=True, claim=True)
+    found = quantities.read(text, source=False, english=language == "en")
     return Claim(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
 
 
@@ -149,7 +149,7 @@ def supporting(sentence: Claim, sources: list[Source]) -> Passage | None:
                 continue
             if not all(any(implies(p, q) for p in passage.quantities) for q in sentence.quantities):
                 continue
-            inside = [p for p in passage.quantities if span[0] <= p.start < span[1]]
+            inside = [p for p in passage.quantities if span[0] <= p.start < span[1] and not p.rank]
             if all(any(could_be(q, p) for q in sentence.quantities) for p in inside):
                 return passage
     return None
@@ -193,23 +193,29 @@ def _share(q: Quantity) -> Quantity:
 
 def _derived(found: list[Quantity]) -> list[Quantity]:
     """What a passage's numbers imply between two of the same kind: their difference (`from
-    7.5% to 5.5%`: 2 points; 1939 and 1945: six years), and for amounts that are not years
-    their ratio and percent change (`from 40,000 to 50,000`: 25%)."""
+    7.5% to 5.5%`: 2 points; 1939 and 1945: six years, or five or seven, since an age or a span
+    counted from years is off by one either way), and for amounts that are not years their
+    ratio and percent change, written without its sign (`from 40,000 to 50,000`: 25%). Two
+    readings of one number (`1,500` as 1500 or 1.5) imply nothing."""
     values = [
-        (r.low, r.unit)
-        for q in found
+        (i, r.low, r.unit)
+        for i, q in enumerate(found)
         for r in q.readings
         if r.low == r.high and r.unit.dimension not in ("date", "monthday", "month")
     ]
     if len(values) > _DERIVED_AT_MOST or len(values) < 2:
         return []
     out: list[Quantity] = []
-    for (a, unit_a), (b, unit_b) in combinations(values, 2):
-        if unit_a != unit_b:
+    for (i, a, unit_a), (j, b, unit_b) in combinations(values, 2):
+        if unit_a != unit_b or i == j:
+            continue
+        if _year(a) and _year(b):
+            span = abs(a - b)
+            out.append(Quantity("derived", (Reading(span - 1, span + 1),)))
             continue
         derived = [abs(a - b)]
         if a and b and not (_year(a) or _year(b)):
-            derived += [b / a, a / b, (b - a) / a * 100, (a - b) / b * 100]
+            derived += [b / a, a / b, abs(b - a) / a * 100, abs(a - b) / b * 100]
         out.append(Quantity("derived", tuple(point(v) for v in derived)))
     return out
 

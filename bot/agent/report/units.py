@@ -247,8 +247,13 @@ BELOW += ("unter", "moins de", "menos de", "meno di", "avant", "antes de", "prim
 AT_MOST: tuple[str, ...] = (
     "at most",
     "up to",
+    "as many as",
+    "as much as",
+    "as high as",
     "no more than",
     "a maximum of",
+    "top",
+    "by",
     "bis zu",
     "jusqu'à",
     "hasta",
@@ -303,20 +308,16 @@ DECADE_WORDS = {
     "eighties": 1980,
     "nineties": 1990,
 }
-FRACTIONS = {
-    "half": 50.0,
-    "a third": 100 / 3,
-    "one third": 100 / 3,
-    "two thirds": 200 / 3,
-    "two-thirds": 200 / 3,
-    "a quarter": 25.0,
-    "one quarter": 25.0,
-    "three quarters": 75.0,
-    "three-quarters": 75.0,
-    "one in four": 25.0,
-    "one in three": 100 / 3,
-    "one in five": 20.0,
-    "one in ten": 10.0,
-}
-"""Shares written in words, as percentages (only before `of` or `the`: `a quarter of …`)."""
+_NUMERATORS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "seven": 7, "nine": 9}
+_DENOMINATORS = {"third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8}
+_DENOMINATORS |= {"tenth": 10}
+FRACTIONS: dict[str, float] = {"half": 50.0}
+for _top, _n in _NUMERATORS.items():
+    for _bottom, _d in _DENOMINATORS.items():
+        if _n < _d:
+            for _gap in (" ", "-"):
+                FRACTIONS[f"{_top}{_gap}{_bottom}{'s' if _n > 1 else ''}"] = 100 * _n / _d
+FRACTIONS |= {"three quarters": 75.0, "three-quarters": 75.0}
+"""Shares written in words, as percentages (`a third`, `two-fifths`, `three quarters`): read
+before `of`, `the` or a verb (`a quarter of …`), or after a bound (`more than a third`)."""
 RATIOS = {"doubled": 2.0, "tripled": 3.0, "trebled": 3.0, "quadrupled": 4.0, "halved": 0.5}
