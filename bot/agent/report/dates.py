@@ -10,7 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from bot.agent.report.readings import DATE, MONTH, MONTH_DAY, PLAIN, Quantity, Reading, point
+from bot.agent.report.readings import (
+    DATE,
+    MONTH,
+    MONTH_DAY,
+    PLAIN,
+    Quantity,
+    Reading,
+    opened,
+    point,
+)
 from bot.agent.report.units import DECADE_WORDS, MONTHS
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b\.?"
@@ -27,7 +36,8 @@ _BARE_MONTH = re.compile(
     r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b(?!\.?\s*\d)", re.I
 )
 _DECADE = re.compile(r"(?<![\w'’])(?:(1\d|20)(\d)0|['’](\d)0)['’]?s\b")
-_CENTURY_DIGITS = re.compile(r"\b(1\d|20)00['’]?s\b")
+_CENTURY_DIGITS = re.compile(r"\b(1\d)00['’]?s\b")
+"""`the 1800s`, a century or its first decade; `the 2000s` is the decade."""
 _CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[\s-]+century\b", re.I)
 _DECADE_WORD = re.compile(r"\b(?:the\s+)(" + "|".join(DECADE_WORDS) + r")\b", re.I)
 _JOINED = r"\s*(?:and|or|to|through|-|–)\s*(?:the\s+)?"
@@ -92,23 +102,11 @@ def _bounded(text: str, date: Quantity) -> Quantity:
         before, start = before[: part.start()], start - len(before) + part.start()
     if (bound := _BOUND.search(before)) is not None:
         kind = _BOUNDS[bound[1].lower()]
-        readings = [_open(r, kind) for r in readings]
+        readings = [opened(r, kind) for r in readings]
         start -= len(before) - bound.start()
     if start == date.start and readings == list(date.readings):
         return date
     return Quantity(text[start : date.end], tuple(readings), start, date.end, hedged=True)
-
-
-def _open(r: Reading, kind: str) -> Reading:
-    inf = float("inf")
-    match kind:
-        case "below":
-            return Reading(-inf, r.low - 1e-6, r.unit)
-        case "at_most":
-            return Reading(-inf, r.high, r.unit)
-        case "above":
-            return Reading(r.high + 1e-6, inf, r.unit)
-    return Reading(r.low, inf, r.unit)
 
 
 def _ymd(match: re.Match[str]) -> list[Reading]:

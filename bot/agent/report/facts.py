@@ -115,8 +115,12 @@ def source(text: str, language: str = "en") -> Source:
     windows = sentences + [_joined(a, b) for a, b in pairwise(sentences)]
     stated = [q for p in sentences for q in p.quantities]
     for window in windows:
-        stated += _derived(window.quantities)
-    stated += [_share(q) for q in stated if any(r.unit in (PLAIN, PERCENT) for r in q.readings)]
+        stated += _derived([q for q in window.quantities if not q.rank])
+    stated += [
+        _share(q)
+        for q in stated
+        if not q.rank and any(r.unit in (PLAIN, PERCENT) for r in q.readings)
+    ]
     unique = {(q.readings, q.hedged): q for q in stated}
     return Source(windows, list(unique.values()), len(sentences), text, language)
 
@@ -166,7 +170,9 @@ def _sentences(text: str) -> list[str]:
 
 def _passage(text: str) -> Passage:
     found = quantities.read(text, source=True)
-    return Passage(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
+    # A name's number (`number 7`, `World War II`) stays a word, as a claim reads it.
+    words = wording.tokens(text, [(q.start, q.end) for q in found if not q.rank])
+    return Passage(text, found, words)
 
 
 def _joined(a: Passage, b: Passage) -> Passage:

@@ -1,7 +1,7 @@
 """Numbers, amounts and shares as people write them, read into `Quantity` intervals.
 
-Bounds (`more than`, `before`, `at least`, `under`, `by 1900`, `top 10`, `5,000+`), approximations (`about`, `nearly`, with a
-tolerance that fits the number), ranges (`12–15`, `2018–19`, `between 10 and 20`), ordinals,
+Bounds (`more than`, `before`, `at least`, `under`, `by 1900`, `top 10`, `5,000+`),
+approximations (`about`, `nearly`, with a tolerance that fits the number), ranges (`12–15`, `2018–19`, `between 10 and 20`), ordinals,
 percentages and percentage points, scales (`k`, `bn`, `Mio.`, `lakh`, `Milliarden`, `万`),
 units with their conversions (`18 in`, `460 mm`, `104 °F`), currencies, decimal commas, signs,
 dates (see `dates`), phrases (see `phrases`: `several hundred`, `1 in 4`, `3-to-1`, `5 ft 10
@@ -28,6 +28,7 @@ from bot.agent.report.readings import (
     Quantity,
     Reading,
     digit_values,
+    opened,
     written,
 )
 from bot.agent.report.units import Unit
@@ -113,7 +114,7 @@ def read(text: str, *, source: bool, english: bool = False) -> list[Quantity]:
     digits are written the English way (`5,000` is five thousand, never five)."""
     found = read_dates(text, source=source)
     found += [
-        q
+        _bound(text, q)
         for q in read_phrases(text, source=source)
         if not any(d.start < q.end and q.start < d.end for d in found)
     ]
@@ -133,6 +134,16 @@ def read(text: str, *, source: bool, english: bool = False) -> list[Quantity]:
         first = max(0, match.start() - 60) + at if at is not None else match.start()
         found.append(Quantity(text[first : match.end()], (ratio,), first, match.end(), True))
     return found
+
+
+def _bound(text: str, phrase: Quantity) -> Quantity:
+    """A phrase with the bound said before it: `fewer than 1 in 10` is below 10%."""
+    kind, at = _qualifier(text[max(0, phrase.start - 60) : phrase.start], year=False)
+    if at is None or kind in ("exact", "about", "nearly"):
+        return phrase
+    first = max(0, phrase.start - 60) + at
+    readings = tuple(opened(r, kind) for r in phrase.readings)
+    return Quantity(text[first : phrase.end], readings, first, phrase.end, True, phrase.rank)
 
 
 def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Quantity | None:

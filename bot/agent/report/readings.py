@@ -65,8 +65,8 @@ class Quantity:
     hedged: bool = False
     """Written with a bound or an approximation (`more than`, `about`), or a sign."""
     rank: bool = False
-    """A source's chart or list position (`number 7`, `No. 7`): stated, but part of a name
-    when a passage is matched word for word."""
+    """A source's chart or list position (`number 7`, `No. 7`) or a Roman numeral after a name
+    (`World War II`): stated, but part of a name when a passage is matched word for word."""
 
 
 def point(value: float, unit: Unit = PLAIN) -> Reading:
@@ -127,6 +127,22 @@ def implies(stated: Quantity, claim: Quantity) -> bool:
 
 
 _EPSILON = 1e-6
+
+
+def opened(reading: Reading, kind: str) -> Reading:
+    """A reading with the bound said before it (`below`, `at_most`, `above`, `at_least`):
+    `by June 2020` is at most June 2020, `fewer than 1 in 10` below 10%."""
+    inf = float("inf")
+    match kind:
+        case "below":
+            return Reading(-inf, reading.low - _EPSILON * max(1.0, abs(reading.low)), reading.unit)
+        case "at_most":
+            return Reading(-inf, reading.high, reading.unit)
+        case "above":
+            return Reading(reading.high + _EPSILON * max(1.0, abs(reading.high)), inf, reading.unit)
+        case "at_least":
+            return Reading(reading.low, inf, reading.unit)
+    return reading
 
 
 def written(
