@@ -60,16 +60,18 @@ class Source:
     @cached_property
     def spelled_otherwise(self) -> list[Quantity]:
         """The numbers its words make in the other languages read (`zwei Millionen` in a page
-        cited by an English report); read only when a claim's number is not found otherwise."""
+        cited by an English report), or beside a capitalised word (`Two American soldiers`);
+        read only when a claim's number is not found otherwise."""
         primary = prepare(self.text, self.language, every=True)
+        variants = [prepare(self.text, self.language, every=True, names=False)]
+        variants += [
+            prepare(self.text, o, every=True) for o in SPELLED_LANGUAGES if o != self.language
+        ]
         found: list[Quantity] = []
-        for other in SPELLED_LANGUAGES:
-            if (
-                other != self.language
-                and (variant := prepare(self.text, other, every=True)) != primary
-            ):
-                # Only the numbers another language's words made: its reading of English words
-                # (`miles` is Spanish for thousands) must not change the numbers in digits.
+        for variant in variants:
+            if variant != primary:
+                # Only the numbers the variant's words made: another language's reading of
+                # English words (`miles` is Spanish for thousands) must not change the digits.
                 found += [q for q in quantities.read(variant, source=True) if q.text not in primary]
         return found
 

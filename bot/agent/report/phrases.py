@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import re
 
-from bot.agent.report.readings import PERCENT, RATIO, Quantity, Reading, point, written
+from bot.agent.report.readings import PERCENT, PLAIN, RATIO, Quantity, Reading, point, written
 from bot.agent.report.units import UNITS
 
 _POWER = r"(1(?:0{2,3}|0{6}|0{9}))(?![\d.,])"
 _SEVERAL = re.compile(rf"\b(?:several|a few|a couple of|many)\s+{_POWER}", re.IGNORECASE)
-_ODDS = re.compile(r"(?<![\w.,])(\d+)\s+in\s+(\d{1,3}(?:,\d{3})+|\d+)(?![\w,]|\.\d|\s*%)")
+_ODDS = re.compile(
+    r"(?<![\w.,])(\d+)\s+in\s+(\d{1,3}(?:,\d{3})+|\d+)(?:\s+(thousand|million|billion)\b)?"
+    r"(?![\w,]|\.\d|\s*%)",
+    re.IGNORECASE,
+)
+_THOUSANDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _RATIO = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)-to-(\d+(?:\.\d+)?)(?![\w,]|\.\d)")
 _FEET_INCHES = re.compile(
     r"(?<![\w.,])(\d)\s*(?:ft|feet|foot|′|')\s*(\d{1,2}(?:\.\d+)?)\s*(?:in\b\.?|inches|″|\")?",
@@ -34,9 +39,12 @@ def read_phrases(text: str, *, source: bool) -> list[Quantity]:
         found.append(_vague(match, float(match[1])))
     for match in _ODDS.finditer(text):
         part, whole = float(match[1]), float(match[2].replace(",", ""))
-        if 0 < part < whole and not (match[2].isdigit() and 1000 <= whole <= 2100):
+        whole *= _THOUSANDS[match[3].lower()] if match[3] else 1.0
+        if 0 < part < whole and not (match[2].isdigit() and not match[3] and 1000 <= whole <= 2100):
+            # A share, or the count itself (`won 5 in 12 starts`: five wins).
             share = written(100 * part / whole, 2, 1.0, PERCENT, "about", source, grouped=False)
-            found.append(_quantity(match, share))
+            count = written(part, 0, 1.0, PLAIN, "exact", source, grouped=False)
+            found.append(Quantity(match[0], (share, count), match.start(), match.end(), True))
     for match in _RATIO.finditer(text):
         if float(match[2]):
             ratio = float(match[1]) / float(match[2])

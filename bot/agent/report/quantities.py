@@ -45,7 +45,7 @@ _HYPHENATED_NAME = re.compile(
 )
 _PERCENT = re.compile(rf"^\s?(?:{_alternation(u.PERCENT)}|процент\w*)(?!\w)", re.I)
 _POINTS = re.compile(rf"^\s?(?:{_alternation(u.POINTS)})\b", re.I)
-_SCALE = re.compile(rf"^\s?({_alternation(u.SCALES)})(?:\b|(?<=[万億兆]))\.?", re.I)
+_SCALE = re.compile(rf"^[\s-]?({_alternation(u.SCALES)})(?:\b|(?<=[万億兆]))\.?", re.I)
 _CURRENCY_AFTER = re.compile(
     rf"^\s?({_alternation(w for w in u.CURRENCIES if len(w) > 1 or not w.isalnum())})(?!\w)", re.I
 )
@@ -142,7 +142,9 @@ def _bound(text: str, phrase: Quantity) -> Quantity:
     if at is None or kind in ("exact", "about", "nearly"):
         return phrase
     first = max(0, phrase.start - 60) + at
-    readings = tuple(opened(r, kind) for r in phrase.readings)
+    # A bounded share is a share: `more than 1 in 10` is no count of one.
+    shares = [r for r in phrase.readings if r.unit is not PLAIN] or list(phrase.readings)
+    readings = tuple(opened(r, kind) for r in shares)
     return Quantity(text[first : phrase.end], readings, first, phrase.end, True, phrase.rank)
 
 

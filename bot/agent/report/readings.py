@@ -184,11 +184,12 @@ def written(
         case "nearly":
             return Reading(v - near, v + rounding, unit, far - near, grain)
         case "above":
-            return Reading(v + _EPSILON * max(1.0, abs(v)), inf, unit, grain=grain)
+            # `after 1990` may be said of late 1990: the year itself is the judge's.
+            return Reading(v + _EPSILON * max(1.0, abs(v)), inf, unit, float(year_like), grain)
         case "at_least":
             return Reading(v, inf, unit, grain=grain)
         case "below":
-            return Reading(-inf, v - _EPSILON * max(1.0, abs(v)), unit, grain=grain)
+            return Reading(-inf, v - _EPSILON * max(1.0, abs(v)), unit, float(year_like), grain)
         case "at_most":
             return Reading(-inf, v, unit, grain=grain)
     return Reading(v - rounding, v + rounding, unit, grain=grain)

@@ -217,7 +217,6 @@ POINTS: tuple[str, ...] = ("percentage points", "percentage point", "points", "p
 
 ABOVE: tuple[str, ...] = (
     "more than",
-    "over",
     "above",
     "greater than",
     "exceeding",
@@ -225,11 +224,14 @@ ABOVE: tuple[str, ...] = (
     "upwards of",
 )
 ABOVE += ("after", "later than", "mehr als", "über", "plus de", "más de", "più di", "mais de")
+# `over` and `under` also mean `during` and `led by` (`over 3 days`, `under 2 coaches`): the
+# number itself is not refuted by them.
 AT_LEAST: tuple[str, ...] = (
     "at least",
     "no fewer than",
     "no less than",
     "a minimum of",
+    "over",
     "since",
     "mindestens",
 )
@@ -237,7 +239,6 @@ AT_LEAST += ("au moins", "al menos", "almeno", "pelo menos", "не менее")
 BELOW: tuple[str, ...] = (
     "less than",
     "fewer than",
-    "under",
     "below",
     "before",
     "earlier than",
@@ -252,6 +253,7 @@ AT_MOST: tuple[str, ...] = (
     "as high as",
     "no more than",
     "a maximum of",
+    "under",
     "top",
     "by",
     "bis zu",
