@@ -104,6 +104,32 @@ FORMS = [
     ("feet", "It is 300 ft tall.", "It is 91 m tall.", "It is 300 m tall."),
     ("feet and inches", "He is 5 ft 10 in tall.", "He is 1.78 m tall.", "He is 1.90 m tall."),
     ("Roman numeral", "He fought in World War 2.", "In World War II.", "In the Korean War, 1950."),
+    ("over (during)", "It ran over three days.", "The three-day fair.", "The two-day fair."),
+    ("year boundary", "He left before 1967.", "He left in early 1967.", "He left in 1969."),
+    (
+        "glued lower case",
+        "It opened in 2010.",
+        "Opened in 2010and still open.",
+        "In 2012and since.",
+    ),
+    (
+        "beside a name",
+        "2 American soldiers died.",
+        "Two American soldiers died.",
+        "Five Dutch died.",
+    ),
+    (
+        "1.5-million",
+        "It cost 1.5 million dollars.",
+        "A 1.5-million-dollar deal.",
+        "A 2.5-million deal.",
+    ),
+    (
+        "odds as a count",
+        "He won 5 in 12 starts.",
+        "He won five of his 12 starts.",
+        "He won 3 of 12.",
+    ),
 ]
 
 
@@ -123,6 +149,9 @@ def test_a_number_stated_in_another_form_is_found_and_a_different_one_is_not(
         # A lone `one` or `first` is as often a word as a number.
         ("It is one of the largest cities.", "It ranks among the largest cities."),
         ("It was the first film to win.", "It was the earliest film to win, in 1 year."),
+        # A number word joined to a kind is no count (`second-hand`, `two-way`).
+        ("She bought a second-hand car.", "She bought a used car."),
+        ("It has a two-way radio.", "It has a radio."),
         # `hundreds of`, `thousands of`: a manner of speaking, not a size.
         ("Hundreds of people protested.", "People protested."),
         ("Thousands of cases were reviewed.", "The review found two cases."),
