@@ -129,14 +129,15 @@ def source(text: str, language: str = "en") -> Source:
 
 def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
     """The sentence's quantities that no cited source states or implies, read correctly: not
-    those of a denial, nor an exact number whose digits a source has (read otherwise there)."""
+    those of a denial, nor a number whose digits a source has where it read nothing (`Top-10`
+    for `the top 10`: read otherwise there, so maybe stated)."""
     if wording.denies(sentence.words):
         return []
     return [
         q
         for q in sentence.quantities
         if not any(could_be(q, s) for src in sources for s in src.stated)
-        and not (not q.hedged and any(src.has_unread_digits(q.text) for src in sources))
+        and not any(src.has_unread_digits(q.text) for src in sources)
         and not any(could_be(q, s) for src in sources for s in src.spelled_otherwise)
     ]
 
