@@ -9,6 +9,7 @@ numbers imply (`from 7.5% to 5.5%` says `2 percentage points`; `1939 … 1945` s
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -207,10 +208,10 @@ def _derived(found: list[Quantity]) -> list[Quantity]:
     ratio and percent change, written without its sign (`from 40,000 to 50,000`: 25%). Two
     readings of one number (`1,500` as 1500 or 1.5) imply nothing."""
     values = [
-        (i, r.low, r.unit)
+        (i, (r.low + r.high) / 2, r.unit)
         for i, q in enumerate(found)
         for r in q.readings
-        if r.low == r.high and r.unit.dimension not in ("date", "monthday", "month")
+        if _figure(r) and r.unit.dimension not in ("date", "monthday", "month")
     ]
     if len(values) > _DERIVED_AT_MOST or len(values) < 2:
         return []
@@ -227,6 +228,12 @@ def _derived(found: list[Quantity]) -> list[Quantity]:
             derived += [b / a, a / b, abs(b - a) / a * 100, abs(a - b) / b * 100]
         out.append(Quantity("derived", tuple(point(v) for v in derived)))
     return out
+
+
+def _figure(r: Reading) -> bool:
+    """One figure, as written or rounded (`1.2 million`), not a range or a bound."""
+    finite = math.isfinite(r.low) and math.isfinite(r.high)
+    return finite and r.high - r.low <= 0.1 * abs(r.low + r.high) / 2 and not r.slack
 
 
 def _year(value: float) -> bool:

@@ -157,20 +157,24 @@ def written(
 ) -> Reading:
     """A number as written, with its qualifier (`exact`, `about`, `nearly`, `above`,
     `at_least`, `below`, `at_most`), as an interval. A claim's exact number stands for what
-    rounds to it; a source's for itself. An approximation allows 5% (10% before it counts as
+    rounds to it; a source's for itself when it is a count (`184`), else for what rounds to
+    it, short of the boundary (`1.23 million`, `12.3%`, `35,000`). An approximation allows 5% (10% before it counts as
     different, the grey zone between is the judge's; 20% when it has one significant digit
     and is 100 or more: `roughly 100 years` may be 116); a year, two years (ten)."""
     v = value * scale
     last = 0.5 * 10.0**-decimals * scale
-    rounding = 0.0 if source and qualifier == "exact" else last
+    # A source's rounding stops short of the boundary: `12.3` is not a claim's `12.35`.
+    share = 0.98 if source and qualifier == "exact" else 1.0
+    counted = decimals == 0 and scale == 1.0
+    rounding = 0.0 if source and qualifier == "exact" and counted else last * share
     zeros = len(str(int(value))) - len(str(int(value)).rstrip("0")) if value >= 1 else 0
     grain = max(last, min(0.5 * 10.0**zeros, 0.02 * abs(value)) * scale if decimals == 0 else 0)
     year_like = (
         unit is PLAIN and scale == 1.0 and decimals == 0 and not grouped and 1000 <= v <= 2100
     )
-    if not source and not year_like and decimals == 0 and value >= 1000 and zeros >= 2:
+    if not year_like and decimals == 0 and value >= 1000 and zeros >= 2:
         # A round figure (`36,000`, `1,200`) stands for what rounds to it, up to 5%.
-        rounding = max(rounding, min(0.5 * 10.0**zeros, 0.05 * value) * scale)
+        rounding = max(rounding, min(0.5 * 10.0**zeros, 0.05 * value) * scale * share)
     one_digit = decimals == 0 and abs(v) >= 100 and len(str(int(value)).strip("0")) == 1
     near, far = (
         (2.0, 10.0)
