@@ -9,6 +9,7 @@ numbers imply (`from 7.5% to 5.5%` says `2 percentage points`; `1939 … 1945` s
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -60,16 +61,18 @@ class Source:
     @cached_property
     def spelled_otherwise(self) -> list[Quantity]:
         """The numbers its words make in the other languages read (`zwei Millionen` in a page
-        cited by an English report); read only when a claim's number is not found otherwise."""
+        cited by an English report), or beside a capitalised word (`Two American soldiers`);
+        read only when a claim's number is not found otherwise."""
         primary = prepare(self.text, self.language, every=True)
+        variants = [prepare(self.text, self.language, every=True, names=False)]
+        variants += [
+            prepare(self.text, o, every=True) for o in SPELLED_LANGUAGES if o != self.language
+        ]
         found: list[Quantity] = []
-        for other in SPELLED_LANGUAGES:
-            if (
-                other != self.language
-                and (variant := prepare(self.text, other, every=True)) != primary
-            ):
-                # Only the numbers another language's words made: its reading of English words
-                # (`miles` is Spanish for thousands) must not change the numbers in digits.
+        for variant in variants:
+            if variant != primary:
+                # Only the numbers the variant's words made: another language's reading of
+                # English words (`miles` is Spanish for thousands) must not change the digits.
                 found += [q for q in quantities.read(variant, source=True) if q.text not in primary]
         return found
 
@@ -102,8 +105,8 @@ def clean(sentence: str) -> str:
 
 
 def claim(sentence: str, language: str = "en") -> Claim:
-    text = prepare(clean(sentence), language, every=True)
-    found = quantities.read(text, source=False)
+    text = prepare(clean(sentence), language, every=True, claim=True)
+    found = quantities.read(text, source=False, english=language == "en")
     return Claim(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
 
 
@@ -115,22 +118,27 @@ def source(text: str, language: str = "en") -> Source:
     windows = sentences + [_joined(a, b) for a, b in pairwise(sentences)]
     stated = [q for p in sentences for q in p.quantities]
     for window in windows:
-        stated += _derived(window.quantities)
-    stated += [_share(q) for q in stated if any(r.unit in (PLAIN, PERCENT) for r in q.readings)]
+        stated += _derived([q for q in window.quantities if not q.rank])
+    stated += [
+        _share(q)
+        for q in stated
+        if not q.rank and any(r.unit in (PLAIN, PERCENT) for r in q.readings)
+    ]
     unique = {(q.readings, q.hedged): q for q in stated}
     return Source(windows, list(unique.values()), len(sentences), text, language)
 
 
 def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
     """The sentence's quantities that no cited source states or implies, read correctly: not
-    those of a denial, nor an exact number whose digits a source has (read otherwise there)."""
+    those of a denial, nor a number whose digits a source has where it read nothing (`Top-10`
+    for `the top 10`: read otherwise there, so maybe stated)."""
     if wording.denies(sentence.words):
         return []
     return [
         q
         for q in sentence.quantities
         if not any(could_be(q, s) for src in sources for s in src.stated)
-        and not (not q.hedged and any(src.has_unread_digits(q.text) for src in sources))
+        and not any(src.has_unread_digits(q.text) for src in sources)
         and not any(could_be(q, s) for src in sources for s in src.spelled_otherwise)
     ]
 
@@ -149,7 +157,7 @@ def supporting(sentence: Claim, sources: list[Source]) -> Passage | None:
                 continue
             if not all(any(implies(p, q) for p in passage.quantities) for q in sentence.quantities):
                 continue
-            inside = [p for p in passage.quantities if span[0] <= p.start < span[1]]
+            inside = [p for p in passage.quantities if span[0] <= p.start < span[1] and not p.rank]
             if all(any(could_be(q, p) for q in sentence.quantities) for p in inside):
                 return passage
     return None
@@ -166,7 +174,9 @@ def _sentences(text: str) -> list[str]:
 
 def _passage(text: str) -> Passage:
     found = quantities.read(text, source=True)
-    return Passage(text, found, wording.tokens(text, [(q.start, q.end) for q in found]))
+    # A name's number (`number 7`, `World War II`) stays a word, as a claim reads it.
+    words = wording.tokens(text, [(q.start, q.end) for q in found if not q.rank])
+    return Passage(text, found, words)
 
 
 def _joined(a: Passage, b: Passage) -> Passage:
@@ -193,25 +203,37 @@ def _share(q: Quantity) -> Quantity:
 
 def _derived(found: list[Quantity]) -> list[Quantity]:
     """What a passage's numbers imply between two of the same kind: their difference (`from
-    7.5% to 5.5%`: 2 points; 1939 and 1945: six years), and for amounts that are not years
-    their ratio and percent change (`from 40,000 to 50,000`: 25%)."""
+    7.5% to 5.5%`: 2 points; 1939 and 1945: six years, or five or seven, since an age or a span
+    counted from years is off by one either way), and for amounts that are not years their
+    ratio and percent change, written without its sign (`from 40,000 to 50,000`: 25%). Two
+    readings of one number (`1,500` as 1500 or 1.5) imply nothing."""
     values = [
-        (r.low, r.unit)
-        for q in found
+        (i, (r.low + r.high) / 2, r.unit)
+        for i, q in enumerate(found)
         for r in q.readings
-        if r.low == r.high and r.unit.dimension not in ("date", "monthday", "month")
+        if _figure(r) and r.unit.dimension not in ("date", "monthday", "month")
     ]
     if len(values) > _DERIVED_AT_MOST or len(values) < 2:
         return []
     out: list[Quantity] = []
-    for (a, unit_a), (b, unit_b) in combinations(values, 2):
-        if unit_a != unit_b:
+    for (i, a, unit_a), (j, b, unit_b) in combinations(values, 2):
+        if unit_a != unit_b or i == j:
+            continue
+        if _year(a) and _year(b):
+            span = abs(a - b)
+            out.append(Quantity("derived", (Reading(span - 1, span + 1),)))
             continue
         derived = [abs(a - b)]
         if a and b and not (_year(a) or _year(b)):
-            derived += [b / a, a / b, (b - a) / a * 100, (a - b) / b * 100]
+            derived += [b / a, a / b, abs(b - a) / a * 100, abs(a - b) / b * 100]
         out.append(Quantity("derived", tuple(point(v) for v in derived)))
     return out
+
+
+def _figure(r: Reading) -> bool:
+    """One figure, as written or rounded (`1.2 million`), not a range or a bound."""
+    finite = math.isfinite(r.low) and math.isfinite(r.high)
+    return finite and r.high - r.low <= 0.1 * abs(r.low + r.high) / 2 and not r.slack
 
 
 def _year(value: float) -> bool:

@@ -1,10 +1,11 @@
 """Numbers, amounts and shares as people write them, read into `Quantity` intervals.
 
-Bounds (`more than`, `before`, `at least`, `under`), approximations (`about`, `nearly`, with a
-tolerance that fits the number), ranges (`12–15`, `2018–19`, `between 10 and 20`), ordinals,
+Bounds (`more than`, `before`, `at least`, `under`, `by 1900`, `top 10`, `5,000+`),
+approximations (`about`, `nearly`, with a tolerance that fits the number), ranges (`12–15`, `2018–19`, `between 10 and 20`), ordinals,
 percentages and percentage points, scales (`k`, `bn`, `Mio.`, `lakh`, `Milliarden`, `万`),
 units with their conversions (`18 in`, `460 mm`, `104 °F`), currencies, decimal commas, signs,
-dates (see `dates`) and ratios (`doubled`, `2-fold`). An identifier is not a quantity:
+dates (see `dates`), phrases (see `phrases`: `several hundred`, `1 in 4`, `3-to-1`, `5 ft 10
+in`) and ratios (`doubled`, `more than doubled`, `2-fold`). An identifier is not a quantity:
 `COVID-19`, `SARS-CoV-2`, `interleukin-2`, `A320`, `ISO 9001`, `type 2`, `14th Dalai Lama`,
 and a regnal number (`Louis XIV`) is part of a name.
 Text is `spelled.prepare`d first, so spelled-out numbers arrive as digits.
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 from bot.agent.report import units as u
 from bot.agent.report.dates import read_dates
+from bot.agent.report.phrases import read_phrases
 from bot.agent.report.readings import (
     ORDINAL,
     PERCENT,
@@ -25,6 +27,8 @@ from bot.agent.report.readings import (
     RATIO,
     Quantity,
     Reading,
+    digit_values,
+    opened,
     written,
 )
 from bot.agent.report.units import Unit
@@ -35,14 +39,13 @@ def _alternation(words: object) -> str:
 
 
 _NUMBER = re.compile(r"(?<![\w.,])(\d(?:[\d,.'\u00a0\u202f]*\d)?)")
-_GROUPED = re.compile(r"\d{1,3}(?:[,.]\d{3})+")
 _GLUED = re.compile(r"[^\W\d_]+")
 _HYPHENATED_NAME = re.compile(
     r"(?<![\w-])(?!(?:mid|pre|post|early|late)-)[^\W\d_]+(?:[-‑][^\W\d_]+)*[-‑]$", re.I
 )
 _PERCENT = re.compile(rf"^\s?(?:{_alternation(u.PERCENT)}|процент\w*)(?!\w)", re.I)
 _POINTS = re.compile(rf"^\s?(?:{_alternation(u.POINTS)})\b", re.I)
-_SCALE = re.compile(rf"^\s?({_alternation(u.SCALES)})(?:\b|(?<=[万億兆]))\.?", re.I)
+_SCALE = re.compile(rf"^[\s-]?({_alternation(u.SCALES)})(?:\b|(?<=[万億兆]))\.?", re.I)
 _CURRENCY_AFTER = re.compile(
     rf"^\s?({_alternation(w for w in u.CURRENCIES if len(w) > 1 or not w.isalnum())})(?!\w)", re.I
 )
@@ -61,6 +64,8 @@ _RANGE_TO = re.compile(r"^\s*(?:-|–|—|to|bis|à|a|al)\s*(?=\d)")
 _YEAR_RANGE = re.compile(r"(1\d|20)(\d\d)[-–/]$")
 _BETWEEN_SECOND = re.compile(r"\bbetween\s+\S+(?:\s+\S+)?\s+and\s+$", re.I)
 _BETWEEN = re.compile(r"\bbetween\s+$", re.I)
+_RANK = re.compile(r"\b(?:number|no\.)\s+$", re.I)
+"""A label a source's number is still stated after (`peaked at number 7` for `the top 10`)."""
 _PREVIOUS_WORD = re.compile(r"([^\W\d_][\w.'’-]*)\s+$")
 _RATIO = re.compile(rf"\b({_alternation(u.RATIOS)})\b", re.I)
 _QUALIFIERS = [
@@ -75,7 +80,7 @@ _QUALIFIERS = [
     )
 ]
 _TIME_WORDS = re.compile(
-    r"(?i)(?:before|after|since|later than|earlier than|vor|avant|antes de|prima del)$"
+    r"(?i)(?:before|after|since|by|later than|earlier than|vor|avant|antes de|prima del)$"
 )
 
 
@@ -85,6 +90,8 @@ class _Suffix:
     """Each (scale, unit) the words after the number may mean: `45m` is 45e6 or 45 metres."""
     end: int = 0
     """Where the number's words end (in the text after the digits)."""
+    plus: bool = False
+    """Written with a `+` after it (`5,000+`): at least that."""
 
     @property
     def named(self) -> bool:
@@ -101,25 +108,47 @@ class _Suffix:
         )
 
 
-def read(text: str, *, source: bool) -> list[Quantity]:
+def read(text: str, *, source: bool, english: bool = False) -> list[Quantity]:
     """Every quantity of `text`. A claim's exact numbers stand for what rounds to them; a
-    source's for themselves (`12%` in a claim is 11.5-12.5%, in a source 12%)."""
+    source's for themselves (`12%` in a claim is 11.5-12.5%, in a source 12%). `english`: its
+    digits are written the English way (`5,000` is five thousand, never five)."""
     found = read_dates(text, source=source)
+    found += [
+        _bound(text, q)
+        for q in read_phrases(text, source=source)
+        if not any(d.start < q.end and q.start < d.end for d in found)
+    ]
     taken = [(q.start, q.end) for q in found]
     for match in _NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end in taken):
             continue
-        quantity = _quantity(text, match, source)
+        quantity = _quantity(text, match, source, english)
         if quantity is not None:
             found.append(quantity)
             taken.append((match.start(), quantity.end))
     for match in _RATIO.finditer(text):
-        value = u.RATIOS[match[1].lower()]
-        found.append(Quantity(match[0], (Reading(value, value, RATIO),), *match.span()))
+        # `doubled` is said of anything near twice, `more than doubled` of more.
+        qualifier, at = _qualifier(text[max(0, match.start() - 60) : match.start()], year=False)
+        kind = "about" if qualifier == "exact" else qualifier
+        ratio = written(u.RATIOS[match[1].lower()], 1, 1.0, RATIO, kind, source, grouped=False)
+        first = max(0, match.start() - 60) + at if at is not None else match.start()
+        found.append(Quantity(text[first : match.end()], (ratio,), first, match.end(), True))
     return found
 
 
-def _quantity(text: str, match: re.Match[str], source: bool) -> Quantity | None:
+def _bound(text: str, phrase: Quantity) -> Quantity:
+    """A phrase with the bound said before it: `fewer than 1 in 10` is below 10%."""
+    kind, at = _qualifier(text[max(0, phrase.start - 60) : phrase.start], year=False)
+    if at is None or kind in ("exact", "about", "nearly"):
+        return phrase
+    first = max(0, phrase.start - 60) + at
+    # A bounded share is a share: `more than 1 in 10` is no count of one.
+    shares = [r for r in phrase.readings if r.unit is not PLAIN] or list(phrase.readings)
+    readings = tuple(opened(r, kind) for r in shares)
+    return Quantity(text[first : phrase.end], readings, first, phrase.end, True, phrase.rank)
+
+
+def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Quantity | None:
     digits, (start, end) = match.group(1), match.span(1)
     offset = max(0, start - 60)
     before, after = text[offset:start], text[end : end + 80]
@@ -135,14 +164,19 @@ def _quantity(text: str, match: re.Match[str], source: bool) -> Quantity | None:
         suffix.unit((Unit(f"currency:{code}"),))
         before = before[: currency.start()]
         first = offset + currency.start()
-    elif (to := _RANGE_TO.match(after)) and (span := _range(text, match, to.end(), before, source)):
+    elif (to := _RANGE_TO.match(after)) and (
+        span := _range(text, match, to.end(), before, (source, english))
+    ):
         return span
-    if not suffix.named and currency is None and not _year_like(digits) and _is_label(before):
+    rank = source and bool(_RANK.search(before))
+    label = not suffix.named and currency is None and not _year_like(digits)
+    if label and not rank and _is_label(before):
         return None
     sign = 1.0
     if (minus := _SIGN.search(before) or _MINUS_WORD.search(before)) is not None:
         sign, before, first = -1.0, before[: minus.start()], offset + minus.start()
     qualifier, at = _qualifier(before, year=_year_like(digits))
+    qualifier = "at_least" if suffix.plus and qualifier == "exact" else qualifier
     first = offset + at if at is not None else first
     if (year := _YEAR_RANGE.search(before)) and len(digits) == 2 and int(digits) > int(year[2]):
         digits = year[1] + digits  # 2018–19
@@ -150,16 +184,23 @@ def _quantity(text: str, match: re.Match[str], source: bool) -> Quantity | None:
         written(
             sign * value, decimals, scale, unit, qualifier, source, grouped=not digits.isdigit()
         )
-        for value, decimals in _values(digits)
+        for value, decimals in digit_values(digits, english)
         for scale, unit in suffix.options
     ]
     hedged = qualifier != "exact" or sign < 0
     return Quantity(
-        text[first : end + suffix.end].strip(), tuple(readings), first, end + suffix.end, hedged
+        text[first : end + suffix.end].strip(),
+        tuple(readings),
+        first,
+        end + suffix.end,
+        hedged,
+        rank,
     )
 
 
-def _range(text: str, first: re.Match[str], gap: int, before: str, source: bool) -> Quantity | None:
+def _range(
+    text: str, first: re.Match[str], gap: int, before: str, how: tuple[bool, bool]
+) -> Quantity | None:
     """`3-5 million`, `10 to 20%`, `4 to 4.5 days`: one interval, in the second number's words.
     (`from 7.5% to 5.5%` is a change, two numbers; `2018–19` two years.)"""
     if _year_like(first.group(1)) or re.search(r"\bfrom\s+$", before, re.I):
@@ -171,10 +212,10 @@ def _range(text: str, first: re.Match[str], gap: int, before: str, source: bool)
     words = _suffix(second.group(1), text[second.end(1) : second.end(1) + 80], "")
     if words is None:
         return None
-    low, high = _values(first.group(1)), _values(second.group(1))
+    (source, english), end = how, second.end(1) + words.end
+    low, high = digit_values(first.group(1), english), digit_values(second.group(1), english)
     if not low or not high:
         return None
-    end = second.end(1) + words.end
     readings = []
     for scale, unit in words.options:
         a = written(low[0][0], low[0][1], scale, unit, "exact", source, grouped=False)
@@ -192,6 +233,8 @@ def _suffix(digits: str, after: str, before: str) -> _Suffix | None:
             return None
         out.end = glued.end()
     rest = after[out.end :]
+    if re.match(r"\+(?![\d+])", rest):
+        out.plus, out.end, rest = True, out.end + 1, rest[1:]
     if (fold := _FOLD.match(rest)) is not None:
         out.unit((RATIO,))
         out.end += fold.end()
@@ -298,23 +341,3 @@ def _qualifier(before: str, *, year: bool) -> tuple[str, int | None]:
                 continue
             return kind, found.start()
     return "exact", None
-
-
-def _values(digits: str) -> tuple[tuple[float, int], ...]:
-    """Every reading of the digits as (value, decimals): `1,200` is 1200 or (in German) 1.2."""
-    plain = digits.replace("\u00a0", ",").replace("\u202f", ",").replace("'", ",")
-    out: list[tuple[float, int]] = []
-    if _GROUPED.fullmatch(plain):
-        out.append((float(re.sub(r"\D", "", plain)), 0))
-    for point, other in ((".", ","), (",", ".")):
-        whole, _, fraction = plain.rpartition(point) if point in plain else (plain, "", "")
-        if (
-            point in whole
-            or other in fraction
-            or (other in whole and not _GROUPED.fullmatch(whole))
-        ):
-            continue
-        whole = whole.replace(other, "")
-        if whole.isdigit() and (fraction.isdigit() or not fraction):
-            out.append((float(f"{whole}.{fraction or 0}"), len(fraction)))
-    return tuple(dict.fromkeys(out))

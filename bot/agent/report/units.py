@@ -217,7 +217,6 @@ POINTS: tuple[str, ...] = ("percentage points", "percentage point", "points", "p
 
 ABOVE: tuple[str, ...] = (
     "more than",
-    "over",
     "above",
     "greater than",
     "exceeding",
@@ -225,11 +224,14 @@ ABOVE: tuple[str, ...] = (
     "upwards of",
 )
 ABOVE += ("after", "later than", "mehr als", "über", "plus de", "más de", "più di", "mais de")
+# `over` and `under` also mean `during` and `led by` (`over 3 days`, `under 2 coaches`): the
+# number itself is not refuted by them.
 AT_LEAST: tuple[str, ...] = (
     "at least",
     "no fewer than",
     "no less than",
     "a minimum of",
+    "over",
     "since",
     "mindestens",
 )
@@ -237,7 +239,6 @@ AT_LEAST += ("au moins", "al menos", "almeno", "pelo menos", "не менее")
 BELOW: tuple[str, ...] = (
     "less than",
     "fewer than",
-    "under",
     "below",
     "before",
     "earlier than",
@@ -247,8 +248,14 @@ BELOW += ("unter", "moins de", "menos de", "meno di", "avant", "antes de", "prim
 AT_MOST: tuple[str, ...] = (
     "at most",
     "up to",
+    "as many as",
+    "as much as",
+    "as high as",
     "no more than",
     "a maximum of",
+    "under",
+    "top",
+    "by",
     "bis zu",
     "jusqu'à",
     "hasta",
@@ -303,20 +310,16 @@ DECADE_WORDS = {
     "eighties": 1980,
     "nineties": 1990,
 }
-FRACTIONS = {
-    "half": 50.0,
-    "a third": 100 / 3,
-    "one third": 100 / 3,
-    "two thirds": 200 / 3,
-    "two-thirds": 200 / 3,
-    "a quarter": 25.0,
-    "one quarter": 25.0,
-    "three quarters": 75.0,
-    "three-quarters": 75.0,
-    "one in four": 25.0,
-    "one in three": 100 / 3,
-    "one in five": 20.0,
-    "one in ten": 10.0,
-}
-"""Shares written in words, as percentages (only before `of` or `the`: `a quarter of …`)."""
+_NUMERATORS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "seven": 7, "nine": 9}
+_DENOMINATORS = {"third": 3, "quarter": 4, "fourth": 4, "fifth": 5, "sixth": 6, "eighth": 8}
+_DENOMINATORS |= {"tenth": 10}
+FRACTIONS: dict[str, float] = {"half": 50.0}
+for _top, _n in _NUMERATORS.items():
+    for _bottom, _d in _DENOMINATORS.items():
+        if _n < _d:
+            for _gap in (" ", "-"):
+                FRACTIONS[f"{_top}{_gap}{_bottom}{'s' if _n > 1 else ''}"] = 100 * _n / _d
+FRACTIONS |= {"three quarters": 75.0, "three-quarters": 75.0}
+"""Shares written in words, as percentages (`a third`, `two-fifths`, `three quarters`): read
+before `of`, `the` or a verb (`a quarter of …`), or after a bound (`more than a third`)."""
 RATIOS = {"doubled": 2.0, "tripled": 3.0, "trebled": 3.0, "quadrupled": 4.0, "halved": 0.5}
