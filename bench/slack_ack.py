@@ -305,6 +305,7 @@ async def stream_calls(runs_at_once: int) -> None:
                             client,
                             sink,
                             view,
+                            store=store,
                             budget=budget,
                             origin=origin,
                             options=StreamOptions(mode=mode),

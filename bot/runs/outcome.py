@@ -27,6 +27,9 @@ class Outcome(BaseModel):
     """Finished after a restart, from what it had stored."""
     redelivery: bool = False
     """Ended earlier, but is only now delivered (it could not be then)."""
+    posted: bool = False
+    """Its summary and report reached the thread in an earlier delivery that was cut short
+    (`RunRecord.report_posted_at`): only the last status edit is left to do."""
     answer: str | None = None
     """A follow-up's answer for its thread (Markdown citing the run's numbered sources); `report`
     is then the answer as stored, and `markdown` and `filename` the new report version's file,
@@ -73,6 +76,7 @@ async def stored_outcome(store: Store, record: RunRecord) -> Outcome:
         ),
         duration_s=took,
         redelivery=True,
+        posted=record.report_posted_at is not None,
     )
 
 

@@ -201,6 +201,11 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries):
             raise NotFoundError(f"No run {run_id} here.")
         return version
 
+    async def mark_report_posted(self, run_id: str) -> None:
+        """The summary and the report are in the run's thread; only the last status edit and
+        `mark_delivered` are left."""
+        await self._update_run(run_id, {"report_posted_at": iso(self._now())})
+
     async def mark_delivered(self, run_id: str) -> None:
         delivered = {"delivered_at": iso(self._now()), "owner": None, "lease_until": None}
         await self._update_run(run_id, delivered)

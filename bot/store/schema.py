@@ -77,6 +77,7 @@ RUNS = Table(
     Column("parent_run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE")),
     Column("created_seq", Integer, nullable=False, server_default=text("0")),
     Column("control", Text),
+    Column("report_posted_at", Text),
     Index("runs_history", "platform", "workspace", text("created_at DESC")),
     Index("runs_status", "status"),
     Index("runs_undelivered", "delivered_at", "status"),
@@ -176,7 +177,13 @@ def _replicas(conn: Connection) -> None:
     REPLICAS.create(conn)
 
 
-STEPS: tuple[Step, ...] = (_runs_in_creation_order, _replicas)
+def _report_posted(conn: Connection) -> None:
+    """9: when a run's report reached its thread, ahead of its last status edit and its
+    delivery, so that delivering it again after a crash does not post it twice."""
+    conn.execute(text("ALTER TABLE runs ADD COLUMN report_posted_at TEXT"))
+
+
+STEPS: tuple[Step, ...] = (_runs_in_creation_order, _replicas, _report_posted)
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
 `METADATA` to match it."""

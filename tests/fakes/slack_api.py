@@ -93,6 +93,8 @@ class Held:
 
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
+    where: Callable[[Json], bool] | None = None
+    """Only a call whose arguments match is held (None: the next call)."""
 
     def release(self) -> None:
         self.released.set()
@@ -377,10 +379,10 @@ class FakeSlack(_StreamMethods):
         failure = _Failure(error, status, where, fields)
         self._failures.setdefault(method, []).extend([failure] * times)
 
-    def hold(self, method: str) -> Held:
-        """The next call of `method` waits until `release()` before it is answered (and
-        recorded): a request in flight, for as long as a test needs."""
-        held = Held()
+    def hold(self, method: str, *, where: Callable[[Json], bool] | None = None) -> Held:
+        """The next call of `method` (whose arguments match `where`) waits until `release()`
+        before it is answered (and recorded): a request in flight, for as long as a test needs."""
+        held = Held(where=where)
         self._holds.setdefault(method, []).append(held)
         self._held.append(held)
         return held
@@ -461,7 +463,7 @@ class FakeSlack(_StreamMethods):
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await _arguments(request)
-        held = _pop(self._holds, method)
+        held = self._hold_for(method, args)
         if held is not None:
             held.arrived.set()
             await held.released.wait()
@@ -497,6 +499,13 @@ class FakeSlack(_StreamMethods):
         call.response = body
         await self._record(call)
         return web.json_response(body, status=call.status)
+
+    def _hold_for(self, method: str, args: Json) -> Held | None:
+        pending = self._holds.get(method, [])
+        for n, held in enumerate(pending):
+            if held.where is None or held.where(args):
+                return pending.pop(n)
+        return None
 
     def _forced_failure(self, method: str, args: Json) -> _Failure | None:
         pending = self._failures.get(method, [])

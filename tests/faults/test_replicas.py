@@ -166,3 +166,43 @@ async def test_a_replica_killed_mid_run_loses_nothing(
     [(status, reason)] = _rows(pg_url, "SELECT status, termination_reason FROM runs")
     assert (status, reason) == ("done", "interrupted_synthesized")
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
+
+
+@pytest.mark.timeout(150)
+async def test_a_replica_killed_after_the_upload_leaves_the_other_only_the_last_edit(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, pg_url: str
+) -> None:
+    anthropic_api.responder = _report
+
+    def final_edit(args: dict[str, Any]) -> bool:
+        return "(Done" in str(args.get("text", ""))
+
+    held = slack.hold("chat.update", where=final_edit)
+    async with replicas(cli, 2, SECRET) as two:
+        await two[0].sender.command("Acme Robotics")
+        await held.arrived.wait()
+        [(run_id, owner, posted, delivered)] = _rows(
+            pg_url, "SELECT run_id, owner, report_posted_at, delivered_at FROM runs"
+        )
+        assert posted is not None and delivered is None
+        pids = [replica.process.pid for replica in two]
+        dead = two[pids.index(int(owner.split(":")[1]))]
+        dead.process.kill()
+        await dead.process.wait()
+
+        await slack.wait_for("chat.update", where=lambda call: final_edit(call.args))
+
+        async def delivered_once() -> bool:
+            rows = _rows(pg_url, f"SELECT delivered_at FROM runs WHERE run_id = '{run_id}'")
+            return rows[0][0] is not None
+
+        await eventually(delivered_once, within_s=30)
+
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+    summaries = [c for c in slack.calls_to("chat.postMessage") if "Builds robots" in str(c.args)]
+    assert len(summaries) == 1
+    [parent] = [
+        c.response for c in slack.calls_to("chat.postMessage") if not c.args.get("thread_ts")
+    ]
+    assert "(Done" in slack.messages[(parent["channel"], parent["ts"])]["text"]
+    assert len(anthropic_api.requests) == 1

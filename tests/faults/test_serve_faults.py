@@ -5,6 +5,7 @@ mid-upload is delivered once. The real command, over Socket Mode to the fake Sla
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sqlite3
 from collections.abc import AsyncIterator
@@ -137,3 +138,48 @@ async def test_serve_killed_mid_upload_delivers_the_report_once_after_restart(
     assert upload.args["thread_ts"] == parent
     assert len(anthropic_api.requests) == 1  # the report was not written twice
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
+
+
+def _final_edit(args: dict[str, Any]) -> bool:
+    return "(Done" in str(args.get("text", ""))
+
+
+def _summaries(slack: FakeSlack) -> int:
+    """Calls that said the run's TL;DR in its thread: a reply, or the plan's closing stream."""
+    said = slack.calls_to("chat.postMessage", "chat.startStream", "chat.stopStream")
+    return sum("Builds robots" in json.dumps(call.args) for call in said)
+
+
+@pytest.mark.parametrize("streaming", ["off", "auto"])
+async def test_serve_killed_after_the_upload_makes_only_the_last_edit_after_restart(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, streaming: str
+) -> None:
+    cli.env["RESEARCH_BOT_SLACK_STREAMING"] = streaming
+    anthropic_api.responder = _report
+    held = slack.hold("chat.update", where=_final_edit)
+    async with _serving(cli, slack, 1) as process:
+        await slack.socket_send(
+            "slash_commands", SlackSender("", SECRET).command_payload("Acme Robotics")
+        )
+        parent = (await slack.wait_for("chat.postMessage"))[0].response
+        await held.arrived.wait()
+        process.kill()
+        await process.wait()
+    row = _row(cli)
+    assert row["delivered_at"] is None and row["report_posted_at"] is not None
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+    assert _summaries(slack) == 1
+
+    async with _serving(cli, slack, 2):
+        await slack.wait_for("chat.update", where=lambda call: _final_edit(call.args))
+
+        async def delivered() -> bool:
+            return _row(cli)["delivered_at"] is not None
+
+        await eventually(delivered)
+
+    assert len(slack.calls_to("files.completeUploadExternal")) == 1
+    assert _summaries(slack) == 1
+    shown = slack.messages[(parent["channel"], parent["ts"])]
+    assert "(Done" in shown["text"]
+    assert len(anthropic_api.requests) == 1

@@ -84,6 +84,7 @@ async def make_history(path: Path) -> dict[str, str]:
             ending="completed",
             report=(_report("Acme", 3), "# Acme\n"),
         )
+        await store.mark_report_posted(done.run_id)
         await store.mark_delivered(done.run_id)
         asked = Request(topic="Who are their customers?", origin=SLACK, parent_run_id=done.run_id)
         follow_up = await store.create_run(asked)

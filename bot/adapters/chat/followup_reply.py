@@ -7,6 +7,8 @@ platform's limit; the sink defuses mentions, the answer being the model's text),
 question asked for the report to change, the new version's file ("Report v2"). Without an
 answer it says what happened and what to do. Like `ChatProgress`, it raises `DeliveryFailed`
 when nothing reached the thread, so that the runs service delivers it again at the next start.
+Unlike `ChatProgress` it stores no mark of what it posted: its last post is its last call (no
+status edit follows), and the delivery is recorded right after it, so a mark would close no gap.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 run and under a shared per-workspace budget; a deep run's researchers as rows in it), batched
 milestone replies in the thread (tool calls; a deep run's plan, findings and draft), and
 at the end a TL;DR reply plus the report file (or, when the file is refused, the report as
-messages), on top of a platform's `ChatSink` (bot/adapters/chat/sink.py).
+messages), on top of a platform's `ChatSink` (bot/adapters/chat/sink.py). Once the report is in
+the thread the store records it, so that a delivery cut short after it (a crash before the last
+edit) is finished again with that edit alone.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from bot.agent.events import (
     add_costs,
 )
 from bot.domain import RunRecord
+from bot.errors import StoreError
 from bot.runs.manager import Outcome
+from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
 BUDGET_RETRY_S = 0.5
@@ -63,10 +67,12 @@ class ChatProgress:
         sink: ChatSink,
         view: StatusView,
         *,
+        store: Store,
         limiter: AsyncLimiter,
         min_edit_interval_s: float = 3.0,
     ) -> None:
         self._sink = sink
+        self._store = store
         self.view = view
         self._limiter = limiter
         self._interval = min_edit_interval_s
@@ -116,15 +122,11 @@ class ChatProgress:
             row.action = ""
         view.state = ending_label(outcome.ending, has_report=outcome.report is not None)
         view.cost_usd = outcome.usage.cost_usd
-        said = reported = edited = False
+        said = reported = outcome.posted  # an earlier delivery, cut short, said them
+        edited = False
         try:
-            if not self.quiet:
-                await self._quietly(run, "milestones", self._flush_milestones(run))
-            said = self.quiet or await self._quietly(
-                run, "the summary", self._sink.reply(run, outcome_summary(outcome))
-            )
-            if outcome.markdown is not None and outcome.filename is not None:
-                reported = await self._send_report(run, outcome.filename, outcome.markdown)
+            if not outcome.posted:
+                said, reported = await self._say(run, outcome)
         finally:
             # The final edit lands whatever happened above, after any edit still on the wire;
             # not when this delivery is being cancelled (it is delivered again at the next start).
@@ -135,6 +137,29 @@ class ChatProgress:
                 f"run {run.run_id}: its outcome reached no one in the thread "
                 f"({', '.join(sorted(self._failures)) or 'no reason given'})"
             )
+
+    async def _say(self, run: RunRecord, outcome: Outcome) -> tuple[bool, bool]:
+        """The milestones, the summary and the report; whether the summary and the report
+        reached the thread. The report's arrival is stored at once."""
+        if not self.quiet:
+            await self._quietly(run, "milestones", self._flush_milestones(run))
+        said = self.quiet or await self._quietly(
+            run, "the summary", self._sink.reply(run, outcome_summary(outcome))
+        )
+        if outcome.markdown is None or outcome.filename is None:
+            return said, False
+        reported = await self._send_report(run, outcome.filename, outcome.markdown)
+        if reported:
+            # The one window left: the platform has the report (Slack's
+            # files.completeUploadExternal has answered, or the last message is posted) and
+            # this write has not landed. A crash in between still posts the summary and the
+            # report again at the next start (or on the replica that takes the run over);
+            # after it, only the last status edit is made again.
+            try:
+                await self._store.mark_report_posted(run.run_id)
+            except StoreError as error:
+                log.error("run %s: report posted, but not recorded: %s", run.run_id, error)
+        return said, reported
 
     async def _show(self, run: RunRecord, event: Event) -> None:
         # Milestones go out before anything else is said, so the thread reads in order.

@@ -113,7 +113,7 @@ class ResearchClient(discord.AutoShardedClient):
             run_id=run.run_id, topic=run.topic, mode=run.mode.value, requester=run.origin.user
         )
         limiter = self._limiters.setdefault(run.origin.workspace, AsyncLimiter(4, 5))
-        return ChatProgress(sink or self.sink, view, limiter=limiter)
+        return ChatProgress(sink or self.sink, view, store=self.store, limiter=limiter)
 
     def listener_for(self, run: RunRecord) -> RunListener | None:
         """For `RunManager.recover`: Discord's runs, shown again in their thread; a follow-up

@@ -201,6 +201,7 @@ class SlackFrontEnd:
             self.client,
             sink,
             view,
+            store=self._store,
             budget=self.budget,
             origin=origin,
             options=StreamOptions(mode=self._streaming),

@@ -36,6 +36,7 @@ from bot.adapters.slack.sink import SlackSink
 from bot.agent.events import Event, Notice
 from bot.domain import Origin, RunRecord
 from bot.runs.manager import Outcome
+from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ def slack_progress(
     sink: SlackSink,
     view: StatusView,
     *,
+    store: Store,
     budget: SlackBudget,
     origin: Origin,
     options: StreamOptions,
@@ -72,7 +74,11 @@ def slack_progress(
     """The listener for one Slack run: the streamed plan, or (off, or a workspace that has
     refused streaming in auto mode) today's edited status message."""
     edits = ChatProgress(
-        sink, view, limiter=budget.updates(origin.workspace), min_edit_interval_s=edit_interval_s
+        sink,
+        view,
+        store=store,
+        limiter=budget.updates(origin.workspace),
+        min_edit_interval_s=edit_interval_s,
     )
     if options.mode == "off" or (
         options.mode == "auto" and origin.workspace in budget.unstreamable
@@ -148,7 +154,8 @@ class StreamingProgress:
         await self._stop_flusher()
         await self._status.loading(run, False)
         try:
-            if self._streaming and self._sink.thread:
+            # A delivery cut short after the summary and report: the stream said them then.
+            if self._streaming and self._sink.thread and not outcome.posted:
                 await self._close(run, outcome)
             await self._edits.on_finished(run, outcome)
         finally:

@@ -56,6 +56,7 @@ class World:
             self.client,
             sink,
             view,
+            store=self.store,
             budget=self.budget,
             origin=ORIGIN,
             options=StreamOptions(mode=mode, **options),  # type: ignore[arg-type]
