@@ -11,7 +11,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, func, insert, literal, select, update
+from sqlalchemy import (
+    Connection,
+    Text,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 
 from bot.agent.events import EVENT_ADAPTER, Event, RunFinished, TurnStarted, UsageRecorded
 from bot.agent.report.model import Report
@@ -214,20 +224,10 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries):
         payload = EVENT_ADAPTER.dump_json(event).decode()
 
         def work(conn: Connection) -> None:
-            # The run's row locked (PostgreSQL; SQLite's write lock already is one), so two
-            # appends to one run never take the same next number.
-            found = select(RUNS.c.run_id).where(RUNS.c.run_id == run_id).with_for_update()
-            if conn.execute(found).first() is None:
+            if conn.execute(_LOCK_RUN, {"run_id": run_id}).first() is None:
                 raise NotFoundError(f"No run {run_id} here.")
-            next_seq = select(
-                literal(run_id),
-                func.coalesce(func.max(EVENTS.c.seq), 0) + 1,
-                literal(event.kind),
-                literal(payload),
-                literal(iso(event.at)),
-            ).where(EVENTS.c.run_id == run_id)
-            columns = ["run_id", "seq", "kind", "payload", "at"]
-            conn.execute(insert(EVENTS).from_select(columns, next_seq))
+            row = {"run_id": run_id, "kind": event.kind, "payload": payload, "at": iso(event.at)}
+            conn.execute(_APPEND_EVENT, row)
             counts = _run_counts(event)
             if counts:
                 conn.execute(update(RUNS).where(RUNS.c.run_id == run_id).values(**counts))
@@ -249,6 +249,23 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries):
     async def save_claims(self, run_id: str, support: Support) -> None:
         """A run's measured claims, replacing any stored before (`finish_run` does this too)."""
         await self._db.write(lambda conn: write_claims(conn, clean_id(run_id), support))
+
+
+# The two statements every event runs, built once: a statement built per event costs more than
+# SQLite takes to run it (`bench.loop_overhead`).
+_LOCK_RUN = select(RUNS.c.run_id).where(RUNS.c.run_id == bindparam("run_id")).with_for_update()
+"""The run's row locked (PostgreSQL; SQLite's write lock already is one), so two appends to one
+run never take the same next number."""
+_APPEND_EVENT = insert(EVENTS).from_select(
+    ["run_id", "seq", "kind", "payload", "at"],
+    select(
+        bindparam("run_id", type_=Text),
+        func.coalesce(func.max(EVENTS.c.seq), 0) + 1,
+        bindparam("kind", type_=Text),
+        bindparam("payload", type_=Text),
+        bindparam("at", type_=Text),
+    ).where(EVENTS.c.run_id == bindparam("run_id", type_=Text)),
+)
 
 
 def _at_least(column: Any, value: int) -> Any:
