@@ -95,12 +95,11 @@ class RunManager(Takeover):
         async with self._admitting:
             if self._quota is not None:
                 await self._quota.check(request.origin)
-            if self._shared is not None:
-                record = await self._store.create_run(request)
-            else:
-                record = await self._store.create_run(
-                    request, owner=self.owner, lease_until=self._lease()
-                )
+            # Owned from the start: with replicas, no other one claims the run before this one
+            # has shown it in its thread (`SharedQueue.hold`).
+            record = await self._store.create_run(
+                request, owner=self.owner, lease_until=self._lease()
+            )
         if self._shared is not None:
             await self._shared.hold(record, listener)
         else:

@@ -86,8 +86,22 @@ class SharedQueue:
         self._wake.set()
 
     async def hold(self, record: RunRecord, listener: RunListener) -> None:
-        """A run just recorded here, for whichever replica is free first."""
-        self._held[record.run_id] = Held(record, listener)
+        """A run just recorded here, owned by this replica so that no other one shows it in a
+        thread first: started here when a slot is free; else shown with its place in line, then
+        let go for whichever replica is free first. Follow-ups always wait in line, where one
+        of a run's follow-ups at a time is claimed."""
+        if record.parent_run_id is None and self._runner.has_free_slot():
+            self._runner.start_claimed(record, listener)
+            await self._publish("claimed", record.run_id)
+            return
+        held = self._held[record.run_id] = Held(record, listener)
+        position = await self._store.queue_position(
+            record.run_id, self.platforms, reserved_by=self._runner.owner
+        )
+        if position is not None:
+            held.position = position
+            await self._tell(held, RunQueued(position=position))
+        await self._store.leave_run(record.run_id, record.status)
         self.wake()
         await self._publish("queued", record.run_id)
 

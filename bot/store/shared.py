@@ -98,13 +98,22 @@ class SharedQueries:
 
         return await self._db.write(work)
 
-    async def queue_position(self, run_id: str, platforms: Collection[str]) -> int | None:
-        """1 for the next run to be claimed; None once it is claimed (or gone)."""
+    async def queue_position(
+        self, run_id: str, platforms: Collection[str], *, reserved_by: str | None = None
+    ) -> int | None:
+        """1 for the next run to be claimed; None once it is claimed (or gone). `reserved_by`:
+        the run is still held back by this owner, and counts as in line."""
 
         def work(conn: Connection) -> int | None:
+            free = RUNS.c.owner.is_(None)
+            if reserved_by is not None:
+                free = or_(free, RUNS.c.owner == reserved_by)
             mine = conn.execute(
                 select(RUNS.c.created_at, RUNS.c.created_seq).where(
-                    RUNS.c.run_id == run_id, *_unclaimed(platforms)
+                    RUNS.c.run_id == run_id,
+                    RUNS.c.status == QUEUED,
+                    free,
+                    RUNS.c.platform.in_(sorted(platforms)),
                 )
             ).first()
             if mine is None:

@@ -89,6 +89,18 @@ async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run
     assert len(anthropic_api.requests) == runs  # no run researched twice
     owners = _rows(pg_url, "SELECT count(DISTINCT replica_id) FROM replicas")
     assert owners == [(0,)]  # each replica said goodbye when it stopped
+    # Each run's status message offered its buttons while it ran and lost them at the end,
+    # whichever replica received the command and whichever ran it.
+    for run_id, thread in _rows(pg_url, "SELECT run_id, thread FROM runs"):
+        shown = [
+            str(call.args.get("blocks"))
+            for call in slack.calls_to("chat.postMessage", "chat.update")
+            if not call.args.get("thread_ts")
+            and thread in (call.args.get("ts"), (call.response or {}).get("ts"))
+        ]
+        assert len(shown) >= 2, run_id
+        assert all(ACTION_SUMMARIZE in blocks for blocks in shown[:-1]), run_id
+        assert ACTION_SUMMARIZE not in shown[-1], run_id
 
 
 @pytest.mark.timeout(150)

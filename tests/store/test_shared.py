@@ -75,6 +75,23 @@ async def test_places_in_line_follow_the_order_runs_were_made(store: Store) -> N
     assert [await store.queue_position(run.run_id, {"slack"}) for run in made[1:]] == [1, 2]
 
 
+async def test_a_run_held_back_by_its_recorder_is_in_line_for_it_and_claimed_by_no_one(
+    store: Store,
+) -> None:
+    waiting = await store.create_run(request("waiting"))
+    held = await store.create_run(request("held"), owner="recorder", lease_until=LATER)
+
+    assert await store.queue_position(held.run_id, {"slack"}) is None
+    assert await store.queue_position(held.run_id, {"slack"}, reserved_by="other") is None
+    assert await store.queue_position(held.run_id, {"slack"}, reserved_by="recorder") == 2
+    claimed = await store.claim_next("other", LATER, {"slack"})
+    assert claimed is not None and claimed.run_id == waiting.run_id
+    assert await store.claim_next("other", LATER, {"slack"}) is None
+    await store.leave_run(held.run_id, RunStatus.QUEUED)  # shown in its thread: let go
+    again = await store.claim_next("other", LATER, {"slack"})
+    assert again is not None and again.run_id == held.run_id
+
+
 async def test_a_cancel_is_kept_whatever_is_pressed_after_it(store: Store) -> None:
     run = await store.create_run(request("Acme"))
     assert (await store.request_control(run.run_id, "summarize")) is not None

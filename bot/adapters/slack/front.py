@@ -49,7 +49,7 @@ from bot.adapters.slack.sink import SlackSink
 from bot.adapters.slack.stream import StreamingProgress, StreamOptions, slack_progress
 from bot.adapters.slack.summarize import SummarizeEvents
 from bot.config import Settings
-from bot.domain import Origin, RunRecord
+from bot.domain import Origin, RunRecord, RunStatus
 from bot.errors import ConfigError, RequestError
 from bot.runs.followups import FollowUps
 from bot.runs.manager import RunListener, RunManager
@@ -131,8 +131,10 @@ class SlackFrontEnd:
         self.app.event("message")(mentions.on_message)  # what the agent view left
 
     def listener_for(self, run: RunRecord) -> RunListener | None:
-        """For `RunManager.recover`: a Slack run or follow-up finishes in its old thread; others
-        are not ours."""
+        """For a run this process did not receive: a Slack run or follow-up goes on in its
+        thread; others are not ours. One that never started (claimed from the replicas' shared
+        queue, or left queued by an earlier process) is shown as a new run, with its buttons;
+        one that had started is only finished here, so it has none."""
         if run.origin.platform != PLATFORM or not run.origin.channel:
             return None
         if run.parent_run_id is not None:
@@ -143,7 +145,7 @@ class SlackFrontEnd:
             run.mode.value,
             run_id=run.run_id,
             thread=run.origin.thread,
-            resumed=True,
+            resumed=run.status is not RunStatus.QUEUED,
         )
 
     async def recover(self) -> list[str]:
