@@ -105,7 +105,7 @@ class SharedQueries:
         the run is still held back by this owner, and counts as in line."""
 
         def work(conn: Connection) -> int | None:
-            free = RUNS.c.owner.is_(None)
+            free: ColumnElement[bool] = RUNS.c.owner.is_(None)
             if reserved_by is not None:
                 free = or_(free, RUNS.c.owner == reserved_by)
             mine = conn.execute(
