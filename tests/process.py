@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -116,7 +118,9 @@ class Forked:
 
     def send_signal(self, number: int) -> None:
         if self.returncode is None and not self._ended.done():
-            os.kill(self.pid, number)
+            # It may have ended a moment ago, its end not yet told: as asyncio, no error then.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, number)
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
@@ -145,6 +149,7 @@ class _ForkServer:
         assert self._process.stdin is not None
         self._process.stdin.close()  # it ends when its input does
         self._process.wait(timeout=10)
+        shutil.rmtree(self._folder, ignore_errors=True)
 
     async def start(
         self, args: list[str], env: dict[str, str], cwd: Path, max_file_bytes: int | None
