@@ -12,7 +12,7 @@ time from the kill until every run of the dead replica has a live owner; Summari
 across replicas (press to the run's ending, p50/p99); the burst's time against one replica with
 the same total slots. Goals: all runs delivered exactly once; Summarize p99 under 2 s.
 
-    python -m bench.replicas        # about 2 minutes (--runs 150)
+    python -m bench.replicas        # about 11 minutes (--runs 150): paced by Slack's limits
 """
 
 from __future__ import annotations
