@@ -197,8 +197,8 @@ async def test_a_read_only_database_is_one_line_and_left_untouched(
     assert _digest(_db(cli)) == before
 
 
-# Its three steps take 2-3 s alone, but went past the 30 s default (no single command past
-# the harness's 25 s) a few times with the other worker busy; the cause is not found yet.
+# Its three steps took 2-3 s alone but went past the 30 s default with the other worker busy,
+# when each command imported its SDKs anew (seconds each); forked now, kept with room to spare.
 @pytest.mark.timeout(90)
 async def test_a_full_disk_is_one_line_and_the_history_survives(cli: Cli) -> None:
     earlier = await _one_run(_db(cli))
