@@ -1,7 +1,8 @@
 """The queue several replicas share through one database, as one replica sees it.
 
-A command is recorded, unclaimed, by the replica that received it; that replica keeps the
-run's listener and tells it its place in the shared line. Any replica with a free slot claims
+A command is recorded by the replica that received it, owned by it until the run's thread
+shows it: it starts the run when it has a free slot, else tells the run's place in the shared
+line and lets it go, keeping the run's listener. Any replica with a free slot claims
 the oldest unclaimed run of a platform it serves (the store's row lock makes the claim
 once-only) and runs it with its own listener for that run, or with the one it holds. Every
 replica beats (the replicas table), renews its runs' leases, and takes over the runs of a
