@@ -98,7 +98,7 @@ def strip_controls(text: str) -> str:
     """Untrusted text made safe to print or store: escape sequences removed whole (an OSC 8
     link, a screen clear), then every other control or format character (BEL, C1, bidi
     overrides, NUL, a carriage return); newlines and tabs stay."""
-    text = _ESCAPES.sub("", text)
+    text = strip_escapes(text)
     return "".join(
         ch
         for ch in text

@@ -12,6 +12,7 @@ import pytest
 from bot.agent.report import facts
 from bot.agent.report.claims import check
 from bot.agent.report.support import Verdict
+from tests.agent.report.number_forms import MORE_FORMS
 
 HARD_CASES = Path(__file__).resolve().parents[3] / "bench" / "claims_data" / "hard_cases.jsonl"
 
@@ -221,7 +222,9 @@ FORMS = [
 ]
 
 
-@pytest.mark.parametrize(("form", "claim", "same", "other"), FORMS, ids=[f[0] for f in FORMS])
+@pytest.mark.parametrize(
+    ("form", "claim", "same", "other"), FORMS + MORE_FORMS, ids=[f[0] for f in FORMS + MORE_FORMS]
+)
 def test_a_number_stated_in_another_form_is_found_and_a_different_one_is_not(
     form: str, claim: str, same: str, other: str
 ) -> None:
