@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    Integer,
     Text,
     bindparam,
     case,
@@ -228,9 +229,7 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries):
                 raise NotFoundError(f"No run {run_id} here.")
             row = {"run_id": run_id, "kind": event.kind, "payload": payload, "at": iso(event.at)}
             conn.execute(_APPEND_EVENT, row)
-            counts = _run_counts(event)
-            if counts:
-                conn.execute(update(RUNS).where(RUNS.c.run_id == run_id).values(**counts))
+            _count(conn, run_id, event)
 
         # Group commit: the events of concurrent runs share transactions; this returns once
         # this event is committed, so it is still stored before anyone hears it.
@@ -268,27 +267,52 @@ _APPEND_EVENT = insert(EVENTS).from_select(
 )
 
 
-def _at_least(column: Any, value: int) -> Any:
+def _at_least(column: Any, value: Any) -> Any:
     return case((column < value, value), else_=column)
 
 
-def _run_counts(event: Event) -> dict[str, Any]:
+# What an event adds to its run's row, prebuilt like the two above.
+_ADD_USAGE = (
+    update(RUNS)
+    .where(RUNS.c.run_id == bindparam("run"))
+    .values(
+        input_tokens=RUNS.c.input_tokens + bindparam("inputs"),
+        output_tokens=RUNS.c.output_tokens + bindparam("outputs"),
+        cache_read_tokens=RUNS.c.cache_read_tokens + bindparam("cache_reads"),
+        cache_write_tokens=RUNS.c.cache_write_tokens + bindparam("cache_writes"),
+        cost_usd=RUNS.c.cost_usd + bindparam("cost"),
+        # An unknown cost anywhere makes the run's total unknown for good.
+        cost_known=RUNS.c.cost_known * bindparam("known"),
+    )
+)
+_ADD_TURN = update(RUNS).where(RUNS.c.run_id == bindparam("run")).values(turns=RUNS.c.turns + 1)
+_RAISE_TURNS = (
+    update(RUNS)
+    .where(RUNS.c.run_id == bindparam("run"))
+    .values(turns=_at_least(RUNS.c.turns, bindparam("least", type_=Integer)))
+)
+
+
+def _count(conn: Connection, run_id: str, event: Event) -> None:
     """What an event adds to its run's row: tokens and cost, or its turn count."""
     if isinstance(event, UsageRecorded):
         use = event.usage
-        added = {
-            "input_tokens": RUNS.c.input_tokens + use.input_tokens,
-            "output_tokens": RUNS.c.output_tokens + use.output_tokens,
-            "cache_read_tokens": RUNS.c.cache_read_tokens + use.cache_read_tokens,
-            "cache_write_tokens": RUNS.c.cache_write_tokens + use.cache_write_tokens,
-            "cost_usd": RUNS.c.cost_usd + (use.cost_usd or 0.0),
-        }
-        return added if use.cost_usd is not None else added | {"cost_known": 0}
-    if isinstance(event, TurnStarted) and event.agent:
+        known = use.cost_usd is not None
+        conn.execute(
+            _ADD_USAGE,
+            {
+                "run": run_id,
+                "inputs": use.input_tokens,
+                "outputs": use.output_tokens,
+                "cache_reads": use.cache_read_tokens,
+                "cache_writes": use.cache_write_tokens,
+                "cost": use.cost_usd if known else 0.0,
+                "known": int(known),
+            },
+        )
+    elif isinstance(event, TurnStarted) and event.agent:
         # A deep run's researchers count their own turns: the run's count is their sum.
-        return {"turns": RUNS.c.turns + 1}
-    if isinstance(event, TurnStarted):
-        return {"turns": _at_least(RUNS.c.turns, event.turn)}
-    if isinstance(event, RunFinished):
-        return {"turns": _at_least(RUNS.c.turns, event.turns)}
-    return {}
+        conn.execute(_ADD_TURN, {"run": run_id})
+    elif isinstance(event, TurnStarted | RunFinished):
+        turns = event.turn if isinstance(event, TurnStarted) else event.turns
+        conn.execute(_RAISE_TURNS, {"run": run_id, "least": turns})

@@ -210,14 +210,32 @@ class SQLiteDatabase:
         with self._pending_lock:
             batch, self._pending = self._pending, []
             self._flush_queued = False
+        works = [work for work, _ in batch]
         try:
-            with self._conn.execution_options(write=True).begin():
-                outcomes = [self._savepoint(work) for work, _ in batch]
+            try:
+                outcomes = self._together(works)
+            except _OneFailed:
+                outcomes = self._apart(works)
             self.commits += 1
         except BaseException as error:  # the transaction failed: so did every write in it
             outcomes = [(None, _failure(error, self.path))] * len(batch)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
             loop.call_soon_threadsafe(_settle, [future for _, future in batch], outcomes)
+
+    def _together(self, works: list[Work[object]]) -> list[_Outcome]:
+        """The common case, every write succeeding: one transaction and no savepoints (a
+        savepoint and its release cost more than the write they guard)."""
+        with self._conn.execution_options(write=True).begin():
+            try:
+                return [(work(self._conn), None) for work in works]
+            except Exception as error:
+                raise _OneFailed from error
+
+    def _apart(self, works: list[Work[object]]) -> list[_Outcome]:
+        """After a failure, the batch again with each write in its own savepoint, so the one
+        that failed fails only its caller (the first attempt was rolled back whole)."""
+        with self._conn.execution_options(write=True).begin():
+            return [self._savepoint(work) for work in works]
 
     def _savepoint(self, work: Work[object]) -> _Outcome:
         try:
@@ -235,6 +253,10 @@ class SQLiteDatabase:
 
         await self._on_thread(close)
         self._thread.shutdown(wait=True)
+
+
+class _OneFailed(Exception):
+    """A write of a group commit failed: the batch is rolled back and run apart."""
 
 
 def _settle(futures: list[asyncio.Future[object]], outcomes: list[_Outcome]) -> None:
