@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 import psycopg
@@ -20,6 +21,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bot.errors import StoreError
+from bot.store.grouped import OneFailed, apart, settle, together
 from bot.store.migrations import latest, migrate, schema_version
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,8 @@ class PostgresDatabase:
         self._engine = engine
         self.where = where
         self.path = where
+        self._pending: list[tuple[Work[object], asyncio.Future[object]]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     @classmethod
     async def open(cls, url: str, *, readonly: bool = False) -> PostgresDatabase:
@@ -119,10 +123,49 @@ class PostgresDatabase:
         return await asyncio.shield(transaction())
 
     async def write_grouped(self, work: Work[T]) -> T:
-        """PostgreSQL takes concurrent writers itself: each is its own short transaction."""
-        return await self.write(work)
+        """`work` committed together with the other grouped writes pending at that moment
+        (bot/store/grouped.py): one connection, one round trip to begin and one to commit for
+        the whole batch, where each write alone would pay both."""
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._pending.append((work, future))  # type: ignore[arg-type]
+        if self._flusher is None:
+            self._flusher = asyncio.create_task(self._flush())
+        # Shielded like `write`: what it records did happen.
+        return await asyncio.shield(future)
+
+    async def _flush(self) -> None:
+        """Batch after batch until nothing is pending; what arrives meanwhile waits for the
+        next one."""
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                works = [work for work, _ in batch]
+                try:
+                    try:
+                        outcomes = await self._transaction(partial(together, works=works))
+                    except OneFailed:
+                        explain_here = partial(explain, where=self.where)
+                        outcomes = await self._transaction(
+                            partial(apart, works=works, explain=explain_here)
+                        )
+                except Exception as error:  # the transaction failed: so did every write in it
+                    outcomes = [(None, explain(error, self.where))] * len(batch)
+                except BaseException:  # cancelled with the loop: nobody will hear of it
+                    for _, future in [*batch, *self._pending]:
+                        future.cancel()
+                    self._pending = []
+                    raise
+                settle([future for _, future in batch], outcomes)
+        finally:
+            self._flusher = None
+
+    async def _transaction(self, work: Work[T]) -> T:
+        async with self._engine.begin() as conn:
+            return await conn.run_sync(work)
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            await self._flusher
         await self._engine.dispose()
 
 

@@ -19,6 +19,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import quote
@@ -28,13 +29,13 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from bot.errors import StoreError
+from bot.store.grouped import OneFailed, apart, settle, together
 from bot.store.migrations import latest, migrate, schema_version
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[Connection], T]
 _Pending = tuple[Work[object], "asyncio.Future[object]"]
-_Outcome = tuple[object, BaseException | None]
 
 
 def _explain(error: sqlite3.Error, path: str) -> str:
@@ -192,9 +193,8 @@ class SQLiteDatabase:
     async def write_grouped(self, work: Work[T]) -> T:
         """`work` committed together with every other grouped write pending at that moment.
 
-        Each `work` runs in its own savepoint, so one that raises fails only its caller. The
-        caller resumes once the shared transaction is committed (or with its own error); order
-        is submission order, so one task's writes land in the order it made them."""
+        One that raises fails only its caller, who resumes once the shared transaction is
+        committed, or with its own error (bot/store/grouped.py)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         with self._pending_lock:
@@ -213,36 +213,19 @@ class SQLiteDatabase:
         works = [work for work, _ in batch]
         try:
             try:
-                outcomes = self._together(works)
-            except _OneFailed:
-                outcomes = self._apart(works)
+                outcomes = self._in_write(lambda conn: together(conn, works))
+            except OneFailed:
+                explain = partial(_failure, path=self.path)
+                outcomes = self._in_write(lambda conn: apart(conn, works, explain))
             self.commits += 1
         except BaseException as error:  # the transaction failed: so did every write in it
             outcomes = [(None, _failure(error, self.path))] * len(batch)
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-            loop.call_soon_threadsafe(_settle, [future for _, future in batch], outcomes)
+            loop.call_soon_threadsafe(settle, [future for _, future in batch], outcomes)
 
-    def _together(self, works: list[Work[object]]) -> list[_Outcome]:
-        """The common case, every write succeeding: one transaction and no savepoints (a
-        savepoint and its release cost more than the write they guard)."""
+    def _in_write(self, work: Work[T]) -> T:
         with self._conn.execution_options(write=True).begin():
-            try:
-                return [(work(self._conn), None) for work in works]
-            except Exception as error:
-                raise _OneFailed from error
-
-    def _apart(self, works: list[Work[object]]) -> list[_Outcome]:
-        """After a failure, the batch again with each write in its own savepoint, so the one
-        that failed fails only its caller (the first attempt was rolled back whole)."""
-        with self._conn.execution_options(write=True).begin():
-            return [self._savepoint(work) for work in works]
-
-    def _savepoint(self, work: Work[object]) -> _Outcome:
-        try:
-            with self._conn.begin_nested():
-                return work(self._conn), None
-        except Exception as error:
-            return None, _failure(error, self.path)
+            return work(self._conn)
 
     async def close(self) -> None:
         def close() -> None:
@@ -253,17 +236,3 @@ class SQLiteDatabase:
 
         await self._on_thread(close)
         self._thread.shutdown(wait=True)
-
-
-class _OneFailed(Exception):
-    """A write of a group commit failed: the batch is rolled back and run apart."""
-
-
-def _settle(futures: list[asyncio.Future[object]], outcomes: list[_Outcome]) -> None:
-    for future, (result, error) in zip(futures, outcomes, strict=True):
-        if future.done():
-            continue
-        if error is None:
-            future.set_result(result)
-        else:
-            future.set_exception(error)
