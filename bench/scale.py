@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -34,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,8 +97,9 @@ class LagMonitor:
 
 
 class Memory:
-    """Samples the memory of this process and of its descendants but the fakes (the extraction
-    workers) every 20 ms from a thread, so reading /proc never runs on the event loop.
+    """Samples the memory of a process (this one by default) and of its descendants but the
+    fakes (the extraction workers) every 20 ms from a thread, so reading /proc never runs on
+    the event loop.
 
     Two figures: RSS, which counts a page shared by several processes (libraries, and what a
     worker shares with the process it was forked from) once in each, and PSS
@@ -104,8 +107,9 @@ class Memory:
     so the sum is what the bot and its workers take from the machine. The goal is checked
     against the PSS sum; both are printed."""
 
-    def __init__(self, exclude: set[int]) -> None:
+    def __init__(self, exclude: set[int], root: int | None = None) -> None:
         self._exclude = exclude
+        self._root = root or os.getpid()
         self.peak: dict[str, int] = {}
         self._workers: set[int] | None = None
         self._stop = threading.Event()
@@ -113,11 +117,11 @@ class Memory:
 
     def current(self, *, pss: bool = True) -> dict[str, int]:
         if pss or self._workers is None:  # the process tree is walked with each PSS reading
-            self._workers = _descendants(os.getpid(), self._exclude)
+            self._workers = _descendants(self._root, self._exclude)
         workers = self._workers
         figures = {}
         for kind, read in (("rss", _rss), ("pss", _pss)) if pss else (("rss", _rss),):
-            main, others = read(os.getpid()), sum(map(read, workers))
+            main, others = read(self._root), sum(map(read, workers))
             figures |= {
                 f"main_{kind}": main,
                 f"workers_{kind}": others,
@@ -203,8 +207,15 @@ def _descendants(pid: int, exclude: set[int]) -> set[int]:
 def settings_for(
     folder: Path, urls: dict[str, str], concurrent: int, workers: int | None = None
 ) -> Settings:
+    return Settings.from_mapping(environment(folder, urls, concurrent, workers))
+
+
+def environment(
+    folder: Path, urls: dict[str, str], concurrent: int, workers: int | None = None
+) -> dict[str, str]:
+    """The bot's settings against the fake world, as the environment variables they are."""
     extra = {} if workers is None else {"RESEARCH_BOT_EXTRACT_WORKERS": str(workers)}
-    return Settings.from_mapping(
+    return (
         extra
         | {
             "ANTHROPIC_API_KEY": "sk-test",
@@ -294,28 +305,36 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)  # refused bombs are expected: keep it quiet
     limit_malloc_arenas()  # as `research-bot` does first thing
+    postgres = None
+    with fake_world() as urls:
+        if args.postgres:
+            from tests.postgres import start_server
+
+            postgres = start_server()
+            urls["database"] = postgres.url(postgres.new_database())
+        try:
+            f = asyncio.run(
+                scale(args.runs, args.hostile, args.concurrent or args.runs, urls, args.workers)
+            )
+        finally:
+            if postgres is not None:
+                postgres.stop()
+    print(f"store: {'PostgreSQL' if postgres else 'SQLite'}")
+    report(f, args.runs, args.hostile)
+
+
+@contextlib.contextmanager
+def fake_world() -> Iterator[dict[str, str]]:
+    """The fakes (bench/scale_world.py) in a process of their own; their addresses and pid."""
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
     world = context.Process(target=serve_world, args=(theirs,), daemon=True)
     world.start()
-    urls = ours.recv() | {"world_pid": str(world.pid)}
-    postgres = None
-    if args.postgres:
-        from tests.postgres import start_server
-
-        postgres = start_server()
-        urls["database"] = postgres.url(postgres.new_database())
     try:
-        f = asyncio.run(
-            scale(args.runs, args.hostile, args.concurrent or args.runs, urls, args.workers)
-        )
+        yield ours.recv() | {"world_pid": str(world.pid)}
     finally:
         ours.send("stop")
         world.join(10)
-        if postgres is not None:
-            postgres.stop()
-    print(f"store: {'PostgreSQL' if postgres else 'SQLite'}")
-    report(f, args.runs, args.hostile)
 
 
 def report(f: dict[str, Any], runs: int, hostile: int) -> None:

@@ -14,7 +14,7 @@ from tests.fakes.slack_api import SlackSender
 from tests.process import Cli
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
@@ -43,7 +43,7 @@ async def replicas(cli: Cli, count: int, secret: str) -> AsyncIterator[list[Repl
     drains = []
     try:
         for _ in range(count):
-            port = _free_port()
+            port = free_port()
             process = await cli.start("serve", "slack", "--port", str(port))
             url = f"http://127.0.0.1:{port}/slack/events"
             started.append(Replica(process, SlackSender(url, secret)))
