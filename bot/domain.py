@@ -159,8 +159,9 @@ class RunRecord(BaseModel):
     delivered_at: datetime | None = None
     """When the outcome reached its front end (thread, file); None: still to deliver."""
     report_posted_at: datetime | None = None
-    """When its summary and report reached the thread, before the last status edit: a delivery
-    cut short after this is finished again without saying them twice."""
+    """When its summary and report (a run without a report: its summary) reached the thread,
+    before the last status edit: a delivery cut short after this is finished again without
+    saying them twice."""
     parent_run_id: str | None = None
     """A follow-up's run: the finished run it asked about (`topic` is the question)."""
     control: str | None = None

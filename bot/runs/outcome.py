@@ -28,7 +28,8 @@ class Outcome(BaseModel):
     redelivery: bool = False
     """Ended earlier, but is only now delivered (it could not be then)."""
     posted: bool = False
-    """Its summary and report reached the thread in an earlier delivery that was cut short
+    """Its summary and report (or its summary alone, when it has no report) reached the thread
+    in an earlier delivery that was cut short
     (`RunRecord.report_posted_at`): only the last status edit is left to do."""
     answer: str | None = None
     """A follow-up's answer for its thread (Markdown citing the run's numbered sources); `report`

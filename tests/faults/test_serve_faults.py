@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import world_env
-from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.anthropic_api import FakeAnthropic, error, reply_text, reply_tools
 from tests.fakes.slack_api import FakeSlack, SlackSender
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
@@ -182,4 +182,45 @@ async def test_serve_killed_after_the_upload_makes_only_the_last_edit_after_rest
     assert _summaries(slack) == 1
     shown = slack.messages[(parent["channel"], parent["ts"])]
     assert "(Done" in shown["text"]
+    assert len(anthropic_api.requests) == 1
+
+
+async def test_a_run_without_a_report_killed_after_its_summary_says_it_once(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic
+) -> None:
+    cli.env["RESEARCH_BOT_SLACK_STREAMING"] = "off"
+    anthropic_api.script(error(400, "invalid_request_error", "model: unknown model"))
+
+    def failed_edit(args: dict[str, Any]) -> bool:
+        return "Failed" in str(args.get("text", ""))
+
+    def summaries() -> list[Any]:
+        return [
+            call
+            for call in slack.calls_to("chat.postMessage")
+            if call.args.get("thread_ts") and "unknown model" in str(call.args.get("text"))
+        ]
+
+    held = slack.hold("chat.update", where=failed_edit)
+    async with _serving(cli, slack, 1) as process:
+        await slack.socket_send(
+            "slash_commands", SlackSender("", SECRET).command_payload("Acme Robotics")
+        )
+        await held.arrived.wait()
+        process.kill()
+        await process.wait()
+    row = _row(cli)
+    assert row["status"] == "failed"
+    assert row["delivered_at"] is None and row["report_posted_at"] is not None
+    assert len(summaries()) == 1
+
+    async with _serving(cli, slack, 2):
+        await slack.wait_for("chat.update", where=lambda call: failed_edit(call.args))
+
+        async def delivered() -> bool:
+            return _row(cli)["delivered_at"] is not None
+
+        await eventually(delivered)
+
+    assert len(summaries()) == 1
     assert len(anthropic_api.requests) == 1

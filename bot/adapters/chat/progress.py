@@ -147,19 +147,24 @@ class ChatProgress:
             run, "the summary", self._sink.reply(run, outcome_summary(outcome))
         )
         if outcome.markdown is None or outcome.filename is None:
+            # A run without a report: its summary is all there is to say.
+            if said and not self.quiet:
+                await self._mark_posted(run)
             return said, False
         reported = await self._send_report(run, outcome.filename, outcome.markdown)
         if reported:
-            # The one window left: the platform has the report (Slack's
-            # files.completeUploadExternal has answered, or the last message is posted) and
-            # this write has not landed. A crash in between still posts the summary and the
-            # report again at the next start (or on the replica that takes the run over);
-            # after it, only the last status edit is made again.
-            try:
-                await self._store.mark_report_posted(run.run_id)
-            except StoreError as error:
-                log.error("run %s: report posted, but not recorded: %s", run.run_id, error)
+            await self._mark_posted(run)
         return said, reported
+
+    async def _mark_posted(self, run: RunRecord) -> None:
+        # The one window left: the platform has the write-up (Slack's
+        # files.completeUploadExternal has answered, or the last message is posted) and this
+        # write has not landed. A crash in between says it again at the next start (or on the
+        # replica that takes the run over); after it, only the last status edit is made again.
+        try:
+            await self._store.mark_report_posted(run.run_id)
+        except StoreError as error:
+            log.error("run %s: write-up posted, but not recorded: %s", run.run_id, error)
 
     async def _show(self, run: RunRecord, event: Event) -> None:
         # Milestones go out before anything else is said, so the thread reads in order.
