@@ -56,7 +56,7 @@ class ScriptedEngine:
         self.release = asyncio.Event()
         """Lets every parked run finish as `completed`."""
         self.recover_gate = asyncio.Event()
-        """With `hold_recovery`, a recovering run waits for this."""
+        """With `hold_recovery`, a recovering run waits for this (or for Summarize)."""
         if not hold_recovery:
             self.recover_gate.set()
         self.controls: dict[str, Control] = {}
@@ -111,7 +111,7 @@ class ScriptedEngine:
         why: str = "interrupted",
     ) -> AsyncIterator[Event]:
         self.parked(run_id).set()
-        await self.recover_gate.wait()
+        await _first(self.recover_gate, control.summarize_requested)
         found = sum(len(e.sources) for e in history if isinstance(e, ToolFinished))
         async for event in self._write_up(Ending.INTERRUPTED_SYNTHESIZED, found):
             yield event

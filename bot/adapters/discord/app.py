@@ -239,7 +239,7 @@ class ResearchClient(discord.AutoShardedClient):
             return
         if not _same_emoji(payload.emoji, self.emoji):
             return
-        run_id = self.sink.run_for_message(payload.message_id)
+        run_id = await self._run_reacted_to(payload)
         if run_id is None:
             return
         try:
@@ -247,6 +247,18 @@ class ResearchClient(discord.AutoShardedClient):
         except Refused as refused:
             # A reaction has nowhere to answer: a finished run's message just stays as it is.
             log.info("run %s: summarize reaction not taken: %s", run_id, refused)
+
+    async def _run_reacted_to(self, payload: discord.RawReactionActionEvent) -> str | None:
+        """The run whose status message this is: one this process shows, or else one in the
+        store (a run's thread is opened from its message, so they share an id). The store
+        finds the runs of other replicas and of earlier processes; only in a guild."""
+        run_id = self.sink.run_for_message(payload.message_id)
+        if run_id is not None or payload.guild_id is None:
+            return run_id
+        run = await self.store.run_in_thread(
+            str(payload.message_id), platform=PLATFORM, workspace=str(payload.guild_id)
+        )
+        return run.run_id if run is not None else None
 
     async def _on_command_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError

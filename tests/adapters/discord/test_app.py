@@ -3,12 +3,15 @@ against a fake Discord REST API and gateway; a scripted engine; a real store."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from bot.adapters.chat.service import Caller, CommandService, Reply
+from bot.adapters.discord.views import Action
 from bot.agent.events import Usage, UsageRecorded
 from bot.compose import Services
 from bot.domain import Depth, Mode, Origin, Request, RunStatus
@@ -199,6 +202,50 @@ async def test_the_summarize_reaction_writes_up(bot: DiscordBot, fake: FakeDisco
     await bot.runs.wait(run_id)
     record = await bot.store.get_run(run_id)
     assert (record.status, record.termination_reason) == (RunStatus.DONE, "forced_synthesized")
+
+
+async def test_the_summarize_reaction_reaches_a_run_this_process_has_not_shown(
+    fake: FakeDiscord,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The run's message is known from the store, as on a replica that holds the gateway while
+    another runs the run: here the bot restarted and the recovered run has not shown itself yet."""
+    world = fake.guild
+    first = await DiscordBot.start(fake, tmp_path / "db.sqlite3")
+    run_id, message = await first.research("Acme Robotics")
+    assert first.engine is not None
+    await first.engine.parked(run_id).wait()
+    await first.stop()
+    pressed: list[str] = []
+    press = CommandService.press
+
+    async def counted(self: CommandService, caller: Caller, action: Action, run: str) -> Reply:
+        pressed.append(run)
+        return await press(self, caller, action, run)
+
+    monkeypatch.setattr(CommandService, "press", counted)
+
+    engine = ScriptedEngine(hold_recovery=True)
+    before = len(fake.calls)
+    second = await DiscordBot.start(fake, tmp_path / "db.sqlite3", engine=engine)
+    try:
+        await engine.parked(run_id).wait()  # recovered, and waiting before its first event
+        assert not [c for c in fake.calls[before:] if message["id"] in c.path]
+        unrelated = "1111111111111111111"  # a person's message in the channel, not a run's
+        await fake.dispatch("MESSAGE_REACTION_ADD", world.reaction(world.bob, unrelated, "📝"))
+        await fake.dispatch("MESSAGE_REACTION_ADD", world.reaction(world.bob, message["id"], "📝"))
+        # Only Summarize lets the held recovery go on: the reaction made it write up.
+        await second.runs.wait(run_id)
+        record = await second.store.get_run(run_id)
+    finally:
+        await second.stop()
+    assert (record.status, record.termination_reason) == (RunStatus.DONE, "interrupted_synthesized")
+    assert not engine.recover_gate.is_set()
+    assert pressed == [run_id]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert thread_posts(fake, message["id"])[-1].files
 
 
 async def test_buttons_work_after_a_restart(fake: FakeDiscord, tmp_path: Path) -> None:
