@@ -69,8 +69,16 @@ async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run
     anthropic_api.responder = _report
     runs = 9
     async with replicas(cli, 3, SECRET) as three:
+        # A workspace and a channel each: Slack's budgets (chat.update per workspace, a post a
+        # second per channel), split between the replicas, would otherwise pace the burst
+        # (bench/replicas.py measures that pacing).
         answers = await asyncio.gather(
-            *(three[n % 3].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
+            *(
+                three[n % 3].sender.command(
+                    f"Company {n}", user=f"U{n}", team=f"T{n}", channel=f"C{n}"
+                )
+                for n in range(runs)
+            )
         )
         assert all(status == 200 for status, _ in answers)
 
