@@ -2,7 +2,7 @@
 1865`, `2003.06.11`, `2003-06-11`, `25/06/2003`, `06/25/2003` (both orders kept when both are
 valid), decades (`1990s`, `'90s`, `the fifties`, `the 1920s and 30s`), centuries (`12th
 century`, `the 1800s`, `the 17th and 18th centuries`), their parts (`the mid-1990s`, `the late
-19th century`), ages by decade (`in her 80s`), and time bounds on any of them (`by June 2020`,
+19th century`), ages by decade (`in her 80s`), fiscal years (`FY2023`), and time bounds on any of them (`by June 2020`,
 `before the 1990s`, `since May 2019`)."""
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ _AGE = re.compile(
     + r"))\b",
     re.I,
 )
+_FISCAL = re.compile(r"\bFY\s?['’]?(\d{4}|\d{2})\b")
+"""A fiscal year by its code (`FY2023`, `FY23`, `FY '99`): its year."""
 _PART = re.compile(r"\b(early|mid|late)(?:-|\s+)(?:(?:the\s+)?)$", re.I)
 _PARTS = {"early": (0.0, 0.45), "mid": (0.25, 0.75), "late": (0.55, 1.0)}
 _BOUND = re.compile(
@@ -155,6 +157,12 @@ def _century(match: re.Match[str]) -> list[Reading]:
     return [Reading(end - 100, end)]
 
 
+def _fiscal(match: re.Match[str]) -> list[Reading]:
+    year = int(match[1])
+    year += 0 if year >= 100 else 2000 if year < 70 else 1900
+    return [point(year)]
+
+
 def _decade_word(match: re.Match[str]) -> list[Reading]:
     start = DECADE_WORDS[match[1].lower()]
     return [Reading(start, start + 9)]
@@ -171,6 +179,7 @@ _READERS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], list[Reading]]]]
     (_DECADE, _decade),
     (_CENTURY, _century),
     (_DECADE_WORD, _decade_word),
+    (_FISCAL, _fiscal),
 ]
 """In order: a span read by one is not read again by the next."""
 

@@ -76,6 +76,10 @@ class Source:
                 found += [q for q in quantities.read(variant, source=True) if q.text not in primary]
         return found
 
+    def names(self, name: str) -> bool:
+        """Whether it has the name a claim's number is part of (`Boeing` of `Boeing 737`)."""
+        return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", self.text) is not None
+
     def has_unread_digits(self, written: str) -> bool:
         """Every group of digits of `written` is in the text where no quantity was read (`21` in
         `FGF21`, a number in mangled text): read there another way, so maybe stated."""
@@ -131,13 +135,15 @@ def source(text: str, language: str = "en") -> Source:
 def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
     """The sentence's quantities that no cited source states or implies, read correctly: not
     those of a denial, nor a number whose digits a source has where it read nothing (`Top-10`
-    for `the top 10`: read otherwise there, so maybe stated)."""
+    for `the top 10`: read otherwise there, so maybe stated), nor a name's number (`Boeing
+    737`) where no source has the name."""
     if wording.denies(sentence.words):
         return []
     return [
         q
         for q in sentence.quantities
-        if not any(could_be(q, s) for src in sources for s in src.stated)
+        if (not q.name or any(src.names(q.name) for src in sources))
+        and not any(could_be(q, s) for src in sources for s in src.stated)
         and not any(src.has_unread_digits(q.text) for src in sources)
         and not any(could_be(q, s) for src in sources for s in src.spelled_otherwise)
     ]

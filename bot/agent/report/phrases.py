@@ -1,9 +1,10 @@
 """Quantities written as phrases rather than as one number with its words: vague amounts
 (`several hundred`, `a few thousand`), shares written as odds (`1 in 4`), ratios (`3-to-1`),
-heights in feet and inches (`5 ft 10 in`) and, in sources, Roman numerals after a name. Read before single numbers, on text that
-`spelled.prepare` has turned to digits (`several 100`). `hundreds of` and `tens of thousands`
-are manners of speaking more than sizes: not read, so a source that never gives the size does
-not make them unsupported."""
+heights in feet and inches (`5 ft 10 in`), scientific notation (`3 × 10^6`, `1e6`) and, in
+sources, Roman numerals after a name. Read before single numbers, on text that
+`spelled.prepare` has turned to digits (`several 100`). `hundreds of`, `dozens` and `tens of
+thousands` are manners of speaking more than sizes: not read, so a source that never gives the
+size does not make them unsupported."""
 
 from __future__ import annotations
 
@@ -22,10 +23,17 @@ _ODDS = re.compile(
 _THOUSANDS = {"thousand": 1e3, "million": 1e6, "billion": 1e9}
 _RATIO = re.compile(r"(?<![\w.,])(\d+(?:\.\d+)?)-to-(\d+(?:\.\d+)?)(?![\w,]|\.\d)")
 _FEET_INCHES = re.compile(
-    r"(?<![\w.,])(\d)\s*(?:ft|feet|foot|′|')\s*(\d{1,2}(?:\.\d+)?)\s*(?:in\b\.?|inches|″|\")?",
+    r"(?<![\w.,])(\d)\s*(?:ft|feet|foot|′|')\s*(\d{1,2}(?:\.\d+)?)(?![\d'])\s*(?:in\b\.?|inches|″|\")?",
     re.IGNORECASE,
 )
 _INCH = UNITS["inch"][0]
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻", "0123456789-")
+_POWER_OF_TEN = re.compile(
+    r"(?<![\w.,])(?:(\d+(?:\.\d+)?)\s*[×x✕·*]\s*)?10"
+    r"(?:\s*(?:\^|\*\*)\s*([-−]?\d{1,2})|([⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,2}))(?![\w.,]*\d)"
+    r"|(?<![\w.,])(\d+(?:\.\d+)?)[eE]([-+]?\d{1,2})(?![\w.,])"
+)
+"""Scientific notation: `3 × 10^6`, `10⁶`, `2.5e-3`."""
 _ROMAN = re.compile(
     r"\b[A-Z][a-z]+\s+(?=[IVXLC])(C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))(?![\w'’-])"
 )
@@ -56,9 +64,22 @@ def read_phrases(text: str, *, source: bool) -> list[Quantity]:
         decimals = len(match[2].partition(".")[2])
         height = written(inches, decimals, 1.0, _INCH, "exact", source, grouped=False)
         found.append(Quantity(match[0].strip(), (height,), match.start(), match.end()))
+    for match in _POWER_OF_TEN.finditer(text):
+        found.append(_power_of_ten(match, source))
     if source:
         found += [_numeral(match) for match in _ROMAN.finditer(text)]
     return _apart(found)
+
+
+def _power_of_ten(match: re.Match[str], source: bool) -> Quantity:
+    """`3 × 10^6` is 3,000,000, as precise as its mantissa."""
+    mantissa = match[1] or match[4] or "1"
+    power = (match[2] or match[3] or match[5]).translate(_SUPERSCRIPTS).replace("−", "-")
+    decimals = len(mantissa.partition(".")[2])
+    value = written(
+        float(mantissa), decimals, 10.0 ** int(power), PLAIN, "exact", source, grouped=False
+    )
+    return Quantity(match[0], (value,), match.start(), match.end())
 
 
 def _numeral(match: re.Match[str]) -> Quantity:

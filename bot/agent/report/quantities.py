@@ -7,7 +7,9 @@ units with their conversions (`18 in`, `460 mm`, `104 °F`), currencies, decimal
 dates (see `dates`), phrases (see `phrases`: `several hundred`, `1 in 4`, `3-to-1`, `5 ft 10
 in`) and ratios (`doubled`, `more than doubled`, `2-fold`). An identifier is not a quantity:
 `COVID-19`, `SARS-CoV-2`, `interleukin-2`, `A320`, `ISO 9001`, `type 2`, `14th Dalai Lama`,
-and a regnal number (`Louis XIV`) is part of a name.
+nor is a code (`978-3-16-148410-0`, `+1 202 555 0143`) or a version (`2.3.1`); a regnal number
+(`Louis XIV`) is part of a name, and so is a claim's number after a name (`Boeing 737`, see
+`Quantity.name`). A source's number grouped by spaces (`1 000 000`) is read both ways.
 Text is `spelled.prepare`d first, so spelled-out numbers arrive as digits.
 """
 
@@ -32,13 +34,27 @@ from bot.agent.report.readings import (
     written,
 )
 from bot.agent.report.units import Unit
+from bot.agent.report.wording import FUNCTION_WORDS, MARKERS, words
+
+COMMON_WORDS = FUNCTION_WORDS | words(
+    "after before since during over under between among until only just exactly another top up "
+    "down all each every both nearly almost than then"
+)
+"""Capitalised at the start of a sentence, not a name (`Only 12 came`)."""
 
 
 def _alternation(words: object) -> str:
     return "|".join(sorted((re.escape(str(w)) for w in words), key=len, reverse=True))  # type: ignore[attr-defined]
 
 
-_NUMBER = re.compile(r"(?<![\w.,])(\d(?:[\d,.'\u00a0\u202f]*\d)?)")
+_NUMBER = re.compile(r"(?<![\w.,])(\d(?:[\d,.'\u00a0\u2009\u202f]*\d)?)")
+_SPACED = re.compile(r"(?<![\w.,])(\d{1,3}(?: \d{3})+)(?![\w.,]*\d)")
+"""A number grouped by spaces (`1 000 000`), read in a source beside its digits read apart."""
+_CODE = re.compile(
+    r"(?<![\w.,+-])(?:\d+(?:[-‐‑]\d+){2,}|\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,})(?![\w-])"
+)
+"""Digits joined by hyphens three times or more (`978-3-16-148410-0`, `555-123-4567`), or a
+telephone number (`+1 202 555 0143`): a code, no quantity (dates are read before)."""
 _GLUED = re.compile(r"[^\W\d_]+")
 _HYPHENATED_NAME = re.compile(
     r"(?<![\w-])(?!(?:mid|pre|post|early|late)-)[^\W\d_]+(?:[-‑][^\W\d_]+)*[-‑]$", re.I
@@ -64,19 +80,15 @@ _RANGE_TO = re.compile(r"^\s*(?:-|–|—|to|bis|à|a|al)\s*(?=\d)")
 _YEAR_RANGE = re.compile(r"(1\d|20)(\d\d)[-–/]$")
 _BETWEEN_SECOND = re.compile(r"\bbetween\s+\S+(?:\s+\S+)?\s+and\s+$", re.I)
 _BETWEEN = re.compile(r"\bbetween\s+$", re.I)
+_AND = re.compile(r"^\s+and\s+(?=\d)")
 _RANK = re.compile(r"\b(?:number|no\.)\s+$", re.I)
 """A label a source's number is still stated after (`peaked at number 7` for `the top 10`)."""
 _PREVIOUS_WORD = re.compile(r"([^\W\d_][\w.'’-]*)\s+$")
 _RATIO = re.compile(rf"\b({_alternation(u.RATIOS)})\b", re.I)
 _QUALIFIERS = [
-    (kind, re.compile(rf"(?:^|(?<=\W))(?:{_alternation(words)})\s+$", re.I))
-    for kind, words in (
-        ("above", u.ABOVE),
-        ("at_least", u.AT_LEAST),
-        ("below", u.BELOW),
-        ("at_most", u.AT_MOST),
-        ("nearly", u.NEARLY),
-        ("about", u.ABOUT),
+    (kind, re.compile(rf"(?:^|(?<=\W))(?:{_alternation(said)})\s+$", re.I))
+    for kind, said in zip(
+        ("above", "at_least", "below", "at_most", "nearly", "about"), u.QUALIFIERS, strict=True
     )
 ]
 _TIME_WORDS = re.compile(
@@ -118,7 +130,7 @@ def read(text: str, *, source: bool, english: bool = False) -> list[Quantity]:
         for q in read_phrases(text, source=source)
         if not any(d.start < q.end and q.start < d.end for d in found)
     ]
-    taken = [(q.start, q.end) for q in found]
+    taken = [(q.start, q.end) for q in found] + [m.span() for m in _CODE.finditer(text)]
     for match in _NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end in taken):
             continue
@@ -126,6 +138,8 @@ def read(text: str, *, source: bool, english: bool = False) -> list[Quantity]:
         if quantity is not None:
             found.append(quantity)
             taken.append((match.start(), quantity.end))
+    if source:
+        found += [q for m in _SPACED.finditer(text) if (q := _quantity(text, m, source, english))]
     for match in _RATIO.finditer(text):
         # `doubled` is said of anything near twice, `more than doubled` of more.
         qualifier, at = _qualifier(text[max(0, match.start() - 60) : match.start()], year=False)
@@ -158,20 +172,25 @@ def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Q
     if suffix is None:
         return None
     first = start
+    between = _BETWEEN.search(before)
     currency = _CURRENCY_BEFORE.search(before)
     if currency is not None:
         code = u.CURRENCIES[currency.group(1).lower().rstrip(".")]
         suffix.unit((Unit(f"currency:{code}"),))
         before = before[: currency.start()]
         first = offset + currency.start()
-    elif (to := _RANGE_TO.match(after)) and (
+    elif (to := _RANGE_TO.match(after) or (between and _AND.match(after))) and (
         span := _range(text, match, to.end(), before, (source, english))
     ):
-        return span
+        if between is None:
+            return span
+        opens = offset + between.start()  # `between 10 and 20`: one interval, as `10 to 20`
+        return Quantity(text[opens : span.end], span.readings, opens, span.end, hedged=True)
     rank = source and bool(_RANK.search(before))
     label = not suffix.named and currency is None and not _year_like(digits)
     if label and not rank and _is_label(before):
         return None
+    name = _name(before) if label and english and not source else ""
     sign = 1.0
     if (minus := _SIGN.search(before) or _MINUS_WORD.search(before)) is not None:
         sign, before, first = -1.0, before[: minus.start()], offset + minus.start()
@@ -187,6 +206,8 @@ def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Q
         for value, decimals in digit_values(digits, english)
         for scale, unit in suffix.options
     ]
+    if not readings:
+        return None  # no number: a version (`2.3.1`), an address
     hedged = qualifier != "exact" or sign < 0
     return Quantity(
         text[first : end + suffix.end].strip(),
@@ -195,6 +216,7 @@ def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Q
         end + suffix.end,
         hedged,
         rank,
+        name,
     )
 
 
@@ -322,6 +344,18 @@ def _is_label(before: str) -> bool:
     return (
         capitals >= 2 or (capitals == 1 and not word[0].isupper())
     ) and word.lower() not in u.MONTHS
+
+
+def _name(before: str) -> str:
+    """The name a claim's bare number is part of: a capitalised word right before it that is
+    no month and no common word (`Boeing 737`, `Apollo 11`, `World War 2`; not `In 12 days`)."""
+    previous = _PREVIOUS_WORD.search(before)
+    if previous is None or previous.end() != len(before) or not previous[1][0].isupper():
+        return ""
+    word = previous[1].rstrip(".")
+    lower = word.lower()
+    common = lower in u.MONTHS or lower in COMMON_WORDS or lower in MARKERS
+    return "" if common or any(lower in words for words in u.QUALIFIERS) else word
 
 
 def _year_like(digits: str) -> bool:

@@ -31,6 +31,8 @@ _LOOSE = {"", "percent", "points", "ordinal", "ratio"}
 """Dimensions compared on their written values with each other (a share may be written as a
 plain number, a rank as a numeral)."""
 _CALENDAR = {"date", "monthday", "month"}
+_SHARES = {"percent", "points", "ratio"}
+"""Never a measure's value: `10-fold` is no `5 years`, `12%` no `12 km`."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class Quantity:
     rank: bool = False
     """A source's chart or list position (`number 7`, `No. 7`) or a Roman numeral after a name
     (`World War II`): stated, but part of a name when a passage is matched word for word."""
+    name: str = ""
+    """A claim's number that is part of the name before it (`Boeing 737`, `Windows 11`): the
+    name, since only a source that names it can say it is another number."""
 
 
 def point(value: float, unit: Unit = PLAIN) -> Reading:
@@ -81,6 +86,8 @@ def _scale(a: Reading, b: Reading) -> str | None:
         return "base" if da == db else None
     if da == db:
         return "base"
+    if (da in _SHARES and db not in _LOOSE) or (db in _SHARES and da not in _LOOSE):
+        return None
     if da in _LOOSE or db in _LOOSE:
         return "raw"
     return None
@@ -202,7 +209,7 @@ def written(
 def digit_values(digits: str, english: bool = False) -> tuple[tuple[float, int], ...]:
     """Every reading of the digits as (value, decimals): `1,200` is 1200 or (in German) 1.2;
     `english`, the English one alone when it has one."""
-    plain = digits.replace("\u00a0", ",").replace("\u202f", ",").replace("'", ",")
+    plain = re.sub("[\u00a0\u2009\u202f' ]", ",", digits)
     if english and _ENGLISH.fullmatch(plain):
         return ((float(plain.replace(",", "")), len(plain.partition(".")[2])),)
     out: list[tuple[float, int]] = []

@@ -69,6 +69,21 @@ _NAMED = re.compile(
 )
 _HALVES = re.compile(r"(\d)\s*(?:-\s*)?(1/2|½|1/4|¼|3/4|¾)(?!\d)")
 _HALF_VALUES = {"1/2": ".5", "½": ".5", "1/4": ".25", "¼": ".25", "3/4": ".75", "¾": ".75"}
+_SLASHED = re.compile(r"(?<![\d/.,])(?:([1-9])/([1-9]\d?)|([½⅓⅔¼¾⅕⅙⅛⅒]))\s+(?=of\b)")
+"""A share written as a fraction before `of` (`1/3 of`, `½ of`), as in words."""
+_GLYPHS = {"½": 50.0, "⅓": 100 / 3, "⅔": 200 / 3, "¼": 25.0, "¾": 75.0, "⅕": 20.0}
+_GLYPHS |= {"⅙": 100 / 6, "⅛": 12.5, "⅒": 10.0}
+_FOLD = re.compile(rf"\b({'|'.join(_SMALL.split())}|hundred|thousand)-?fold\b", re.IGNORECASE)
+_SPAN = "(year|month|week|day|hour|decade|century)"
+_SHARE_OF_SPAN = re.compile(
+    rf"\b({_FRACTIONS})\s+(?:of\s+)?an?\s+(century|decade|year)\b", re.IGNORECASE
+)
+"""`a quarter of a century`, `half a decade`: years."""
+_SPAN_YEARS = {"century": 100, "decade": 10, "year": 1}
+_SPAN_AND_A_HALF = re.compile(
+    rf"\b(an?|one|\d+|{_SMALL.replace(' ', '|')})\s+{_SPAN}s?\s+and\s+a\s+half\b", re.I
+)
+"""`a year and a half`, `two hours and a half`: 1.5 years, 2.5 hours."""
 _HIDDEN = re.compile(r"qqkept([a-j]+)qq")
 _HALF = re.compile(r"\b(\d+)\s+(?:y|e|et|und)\s+(?:medio|media|mezzo|mezza|meio|meia|demi|demie)\b")
 
@@ -103,11 +118,17 @@ def prepare(
 
 
 def _english(text: str, *, claim: bool) -> str:
-    """Shares in words as percentages, hedged unless a bound says how (`a third of` is about
-    33%, `more than a third` more than 33.33%); `half a million` as 0.5 million, `two and a
+    """Shares in words or as fractions as percentages, hedged unless a bound says how (`a
+    third of` and `1/3 of` are about 33%, `more than a third` more than 33.33%); a share of a
+    century or a decade as years (`a quarter of a century`), `a year and a half` as 1.5 years,
+    `tenfold` as `10-fold`; `half a million` as 0.5 million, `two and a
     half` as 2.5, `a dozen` as 1 dozen; a number word joined to a word by a hyphen as digits
     (`nine-year`, `second-largest`), which text2num leaves as words: in a claim only when it
     counts something (not `two-way`, `third-party`); a source states them all."""
+    text = _SHARE_OF_SPAN.sub(_years, text)
+    text = _SPAN_AND_A_HALF.sub(_and_a_half, text)
+    text = _SLASHED.sub(_slashed, text)
+    text = _FOLD.sub(lambda m: f"{_digits(m.group(1))}-fold", text)
     text = _HALF_SCALE.sub("0.5 ", text)
     text = _A_DOZEN.sub("1 ", text)
     text = _AND_A_HALF.sub(lambda m: f"{_digits(m.group(1))}.5", text)
@@ -115,6 +136,24 @@ def _english(text: str, *, claim: bool) -> str:
     text = _FRACTION.sub(lambda m: f"~ {_share(m.group(1))}% ", text)
     joined = _HYPHENATED if claim else _HYPHENATED_ANY
     return joined.sub(lambda m: f"{_digits(m.group(1) or m.group(2))}-", text)
+
+
+def _years(match: re.Match[str]) -> str:
+    years = FRACTIONS[match.group(1).lower()] * _SPAN_YEARS[match.group(2).lower()] / 100
+    return f"{years:g} years"
+
+
+def _and_a_half(match: re.Match[str]) -> str:
+    whole = match.group(1).lower()
+    count = 1 if whole in ("a", "an") else int(_digits(whole))
+    return f"{count}.5 {match.group(2)}s"
+
+
+def _slashed(match: re.Match[str]) -> str:
+    if match.group(3):
+        return f"~ {_GLYPHS[match.group(3)]:.4g}% "
+    top, bottom = int(match.group(1)), int(match.group(2))
+    return f"~ {100 * top / bottom:.4g}% " if top < bottom else match.group(0)
 
 
 def _share(fraction: str) -> str:

@@ -145,6 +145,10 @@ _AREA = {
 _VOLUME = {"l": 1.0, "litres": 1.0, "liters": 1.0, "ml": 1e-3, "gallons": 3.785411784}
 _SPEED = {"km/h": 1 / 3.6, "kph": 1 / 3.6, "mph": 0.44704, "m/s": 1.0, "knots": 0.514444}
 _POWER = {"w": 1.0, "kw": 1e3, "mw": 1e6, "gw": 1e9, "watts": 1.0, "megawatts": 1e6}
+_DURATION = {"seconds": 1 / 86400, "minutes": 1 / 1440, "minute": 1 / 1440, "hours": 1 / 24}
+_DURATION |= {"hour": 1 / 24, "days": 1.0, "day": 1.0, "weeks": 7.0, "week": 7.0}
+_DURATION |= {"months": 30.4375, "month": 30.4375, "years": 365.25, "year": 365.25}
+_DURATION |= {"yrs": 365.25, "yr": 365.25}
 _ENERGY = {"wh": 1.0, "kwh": 1e3, "mwh": 1e6, "gwh": 1e9, "twh": 1e12}
 
 UNITS: dict[str, tuple[Unit, ...]] = {
@@ -155,6 +159,7 @@ UNITS: dict[str, tuple[Unit, ...]] = {
     **{w: (Unit("speed", f),) for w, f in _SPEED.items()},
     **{w: (Unit("power", f),) for w, f in _POWER.items()},
     **{w: (Unit("energy", f),) for w, f in _ENERGY.items()},
+    **{w: (Unit("duration", f),) for w, f in _DURATION.items()},
     "tons": (Unit("mass", 907.18474), Unit("mass", 1e3), Unit("mass", 1016.0469)),
     "pounds": (Unit("mass", 0.45359237), Unit("currency:GBP")),
     "°c": (Unit("temperature"),),
@@ -222,6 +227,7 @@ ABOVE: tuple[str, ...] = (
     "exceeding",
     "in excess of",
     "upwards of",
+    "north of",
 )
 ABOVE += ("after", "later than", "mehr als", "über", "plus de", "más de", "più di", "mais de")
 # `over` and `under` also mean `during` and `led by` (`over 3 days`, `under 2 coaches`): the
@@ -243,6 +249,7 @@ BELOW: tuple[str, ...] = (
     "before",
     "earlier than",
     "weniger als",
+    "south of",
 )
 BELOW += ("unter", "moins de", "menos de", "meno di", "avant", "antes de", "prima del")
 AT_MOST: tuple[str, ...] = (
@@ -277,6 +284,8 @@ ABOUT: tuple[str, ...] = (
 ABOUT += ("an estimated", "estimated", "approx.", "etwa", "rund", "ungefähr", "environ")
 ABOUT += ("alrededor de", "unos", "unas", "cerca de", "circa", "aproximadamente", "около")
 ABOUT += ("примерно", "約")
+QUALIFIERS = (ABOVE, AT_LEAST, BELOW, AT_MOST, NEARLY, ABOUT)
+"""The bounds and hedges, from the widest above to the loosest."""
 MINUS: tuple[str, ...] = ("minus", "moins", "menos", "meno")
 
 _LABEL_WORDS = (

@@ -1,6 +1,9 @@
 """More ways people write numbers (Wikipedia and news prose), each as a pair the source supports
 in another form and a pair it refutes: shares in words, odds and ratios, vague amounts, bounds
-on dates, parts of decades and centuries, ages, conversions that round, and what is a name.
+on dates, parts of decades and centuries, ages, conversions that round, and what is a name;
+numbers grouped by spaces or apostrophes, scientific notation, shares as `1/3` or `½`, `tenfold`,
+durations in other units (`18 months`, `a year and a half`), fiscal years, `between … and` in a
+source, and codes and names that carry numbers (`Boeing 737`, an ISBN, a version).
 `test_facts.py` checks them beside the first forms."""
 
 from __future__ import annotations
@@ -125,4 +128,68 @@ MORE_FORMS = [
         "He won five of his 12 starts.",
         "He won 3 of 12.",
     ),
+    ("1 000 000", "It has 1,000,000 users.", "It has 1 000 000 users.", "It has 100 000 users."),
+    (
+        "thin space",
+        "It has 45,000 staff.",
+        "It has 45\u2009000 staff.",
+        "It has 54\u2009000 staff.",
+    ),
+    ("1'000", "It has 1,000 users.", "Es hat 1'000 Nutzer.", "Es hat 1'500 Nutzer."),
+    ("3 × 10^6", "It has 3 million cells.", "It has 3 × 10^6 cells.", "It has 3 × 10^4 cells."),
+    ("1e6", "It used 1 million particles.", "It used 1e6 particles.", "It used 1e5 particles."),
+    ("10⁶", "It has 1 million copies.", "It has 10⁶ copies.", "It has 10⁴ copies."),
+    ("1/3 of", "1/3 of the staff left.", "33% of the staff left.", "60% of the staff left."),
+    ("½ of", "½ of the staff left.", "50% of the staff left.", "20% of the staff left."),
+    ("tenfold", "Sales rose tenfold.", "Sales rose from 40 to 400.", "Sales rose from 40 to 60."),
+    ("ten-fold", "Sales rose ten-fold.", "Sales rose from 40 to 400.", "Sales rose from 40 to 60."),
+    (
+        "a quarter of a century",
+        "It lasted a quarter of a century.",
+        "It lasted 25 years.",
+        "It lasted 40 years.",
+    ),
+    ("half a decade", "It took half a decade.", "It took five years.", "It took eight years."),
+    (
+        "a year and a half",
+        "It lasted a year and a half.",
+        "It lasted 18 months.",
+        "It lasted 30 months.",
+    ),
+    ("months as years", "It lasted 18 months.", "It lasted 1.5 years.", "It lasted 18 weeks."),
+    ("weeks as days", "It took 3 weeks.", "It took 21 days.", "It took 3 days."),
+    ("north of", "It raised north of $2bn.", "It raised $2.4 billion.", "It raised $1.6 billion."),
+    ("FY2023", "Sales rose in FY2023.", "Sales rose in fiscal 2023.", "Sales rose in fiscal 2021."),
+    ("FY23", "Sales rose in FY23.", "Sales rose in fiscal 2023.", "Sales rose in fiscal 2021."),
+    (
+        "between (source)",
+        "10 to 20 were hurt.",
+        "Between 10 and 20 were hurt.",
+        "Between 30 and 40.",
+    ),
+    ("10–20", "10–20 were hurt.", "Between 10 and 20 were hurt.", "Between 30 and 40 were hurt."),
+    (
+        "Boeing 737",
+        "The Boeing 737 carried 150.",
+        "The plane carried 150.",
+        "The plane carried 737.",
+    ),
+    ("Windows 11", "Windows 11 sold 5 million.", "It sold five million.", "It sold 11 million."),
+    ("Formula 1", "He won 3 Formula 1 races.", "He won three races.", "He won one race."),
+    ("Interstate 95", "Interstate 95 is 1,900 mi.", "It is 1,908 mi long.", "It is 95 mi long."),
+    ("Apollo 11", "Apollo 11 landed in 1969.", "It landed in 1969.", "It landed in 1972."),
+    (
+        "name with another number",
+        "Windows 11 came out in 2021.",
+        "Windows 11 came out in October 2021.",
+        "Windows 10 came out in 2015.",
+    ),
+    ("phone number", "Call 555-123-4567: 30 seats left.", "30 seats left.", "12 seats left."),
+    (
+        "ISBN",
+        "The book (ISBN 978-3-16-148410-0) sold 2,000.",
+        "The book sold 2,000.",
+        "The book sold 900.",
+    ),
+    ("version", "Release 2.3.1 fixed 12 bugs.", "It fixed 12 bugs.", "It fixed 20 bugs."),
 ]
