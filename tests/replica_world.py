@@ -25,41 +25,84 @@ class Replica:
     process: asyncio.subprocess.Process
     sender: SlackSender
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once it serves, or once its log ends (it ended without serving)."""
     lines: list[str] = field(default_factory=list)
 
     async def drain(self) -> None:
         """Read its log as it comes (a full pipe would stall it); ready once it serves."""
         assert self.process.stderr is not None
-        while line := await self.process.stderr.readline():
-            text = line.decode(errors="replace")
-            self.lines.append(text)
-            if "serving HTTP" in text:
-                self.ready.set()
+        try:
+            while line := await self.process.stderr.readline():
+                text = line.decode(errors="replace")
+                self.lines.append(text)
+                if "serving HTTP" in text:
+                    self.ready.set()
+                    self.settled.set()
+        finally:
+            self.settled.set()
+
+
+class Replicas(list[Replica]):
+    """The replicas started so far; `start` adds more to a running set, each stopped with the
+    rest when the set is."""
+
+    def __init__(self, cli: Cli, secret: str) -> None:
+        super().__init__()
+        self._cli = cli
+        self._secret = secret
+        self._launched: list[Replica] = []
+        """Every one started, serving or not: all stopped with the set."""
+        self._drains: list[asyncio.Task[None]] = []
+
+    async def start(self, count: int = 1) -> list[Replica]:
+        """`count` more replicas, returned once each serves. One that ends first, its port
+        taken by another process between the probe and its bind, is started on another."""
+        new: list[Replica] = []
+        for _ in range(3):
+            trying = [await self._launch() for _ in range(count - len(new))]
+            try:
+                async with asyncio.timeout(90):
+                    await asyncio.gather(*(replica.settled.wait() for replica in trying))
+            except TimeoutError:
+                logs = "\n".join("".join(replica.lines[-20:]) for replica in trying)
+                raise AssertionError(f"a replica did not start serving:\n{logs}") from None
+            for replica in trying:
+                if replica.ready.is_set():
+                    new.append(replica)
+                    self.append(replica)
+                else:
+                    await replica.process.wait()
+            if len(new) == count:
+                return new
+        logs = "\n".join("".join(replica.lines[-20:]) for replica in trying)
+        raise AssertionError(f"a replica ended before it served:\n{logs}")
+
+    async def _launch(self) -> Replica:
+        port = free_port()
+        process = await self._cli.start("serve", "slack", "--port", str(port))
+        replica = Replica(
+            process, SlackSender(f"http://127.0.0.1:{port}/slack/events", self._secret)
+        )
+        self._launched.append(replica)
+        self._drains.append(asyncio.create_task(replica.drain()))
+        return replica
+
+    async def stop(self) -> None:
+        for replica in self._launched:
+            if replica.process.returncode is None:
+                replica.process.send_signal(signal.SIGTERM)
+        for replica in self._launched:
+            await replica.process.wait()
+        for drain in self._drains:
+            drain.cancel()
 
 
 @contextlib.asynccontextmanager
-async def replicas(cli: Cli, count: int, secret: str) -> AsyncIterator[list[Replica]]:
-    started: list[Replica] = []
-    drains = []
+async def replicas(cli: Cli, count: int, secret: str) -> AsyncIterator[Replicas]:
+    started = Replicas(cli, secret)
     try:
-        for _ in range(count):
-            port = free_port()
-            process = await cli.start("serve", "slack", "--port", str(port))
-            url = f"http://127.0.0.1:{port}/slack/events"
-            started.append(Replica(process, SlackSender(url, secret)))
-            drains.append(asyncio.create_task(started[-1].drain()))
-        try:
-            async with asyncio.timeout(90):
-                await asyncio.gather(*(replica.ready.wait() for replica in started))
-        except TimeoutError:
-            logs = "\n".join("".join(replica.lines[-20:]) for replica in started)
-            raise AssertionError(f"a replica did not start serving:\n{logs}") from None
+        await started.start(count)
         yield started
     finally:
-        for replica in started:
-            if replica.process.returncode is None:
-                replica.process.send_signal(signal.SIGTERM)
-        for replica in started:
-            await replica.process.wait()
-        for drain in drains:
-            drain.cancel()
+        await started.stop()

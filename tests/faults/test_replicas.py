@@ -1,11 +1,13 @@
 """Several `research-bot serve slack` replicas on one PostgreSQL behave as one bot: the real
 command in HTTP mode, one fake Slack, one fake Messages API, one real PostgreSQL. A burst spread
 over the replicas is claimed and delivered once per run; a press on one replica reaches a run
-on another; a replica killed with kill -9 mid-run loses nothing."""
+on another; a replica killed with kill -9 mid-run loses nothing; a replica started during a
+burst takes its share of the queue; the database restarted under load loses no run."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
+from tests.postgres import PgServer
 from tests.process import Cli, eventually
 from tests.replica_world import replicas
 
@@ -226,3 +229,129 @@ async def test_a_replica_killed_after_the_upload_leaves_the_other_only_the_last_
     ]
     assert "(Done" in slack.messages[(parent["channel"], parent["ts"])]["text"]
     assert len(anthropic_api.requests) == 1
+
+
+def _held_reports() -> tuple[asyncio.Event, Any]:
+    """A responder that answers every request with the report once the event is set."""
+    release = asyncio.Event()
+
+    async def held_report(body: dict[str, Any]) -> Any:
+        await release.wait()
+        return reply_text(REPORT)
+
+    return release, held_report
+
+
+def _delivered_once_each(slack: FakeSlack, pg_url: str, runs: int) -> None:
+    """Every run ended done and was delivered, its report uploaded once, in its own thread;
+    none started twice."""
+    rows = _rows(pg_url, "SELECT thread, status, delivered_at FROM runs")
+    assert len(rows) == runs
+    assert all(status == "done" and delivered is not None for _, status, delivered in rows)
+    uploads = Counter(
+        call.args.get("thread_ts") for call in slack.calls_to("files.completeUploadExternal")
+    )
+    assert uploads == Counter(thread for thread, _, _ in rows)
+    starts = _rows(
+        pg_url, "SELECT run_id, count(*) FROM events WHERE kind = 'run_started' GROUP BY run_id"
+    )
+    assert len(starts) == runs and all(count == 1 for _, count in starts)
+
+
+@pytest.mark.timeout(150)
+async def test_a_replica_started_during_a_burst_takes_its_share_of_the_queue(
+    cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, pg_url: str
+) -> None:
+    release, anthropic_api.responder = _held_reports()
+    one_slot = Cli(cli.cwd, cli.env | {"RESEARCH_BOT_MAX_CONCURRENT_RUNS": "1"})
+    runs = 6
+    async with replicas(one_slot, 2, SECRET) as running:
+        answers = await asyncio.gather(
+            *(running[n % 2].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
+        )
+        assert all(status == 200 for status, _ in answers)
+
+        async def two_run_and_the_rest_wait() -> bool:
+            counts = _rows(
+                pg_url,
+                "SELECT status, owner IS NULL, count(*) FROM runs GROUP BY status, owner IS NULL",
+            )
+            return sorted(counts) == [("queued", True, runs - 2), ("running", False, 2)]
+
+        await eventually(two_run_and_the_rest_wait, within_s=30)
+        await anthropic_api.wait_for_requests(2)
+        [late] = await running.start()
+
+        async def the_late_one_runs_one() -> bool:
+            owners = _rows(pg_url, "SELECT owner FROM runs WHERE status = 'running'")
+            return any(int(owner.split(":")[1]) == late.process.pid for (owner,) in owners)
+
+        await eventually(the_late_one_runs_one, within_s=30)
+        await anthropic_api.wait_for_requests(3)  # its run reached the model, as the others did
+        release.set()
+
+        async def all_delivered() -> bool:
+            done = _rows(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
+            return done == [(runs,)]
+
+        await eventually(all_delivered, within_s=60)
+        assert all(replica.process.returncode is None for replica in running)
+
+    _delivered_once_each(slack, pg_url, runs)
+    assert len(anthropic_api.requests) == runs  # no run researched twice
+
+
+@pytest.mark.timeout(150)
+async def test_the_database_restarted_under_load_loses_no_run(
+    cli: Cli,
+    slack: FakeSlack,
+    anthropic_api: FakeAnthropic,
+    pg_server: PgServer,
+    pg_url: str,
+) -> None:
+    release, anthropic_api.responder = _held_reports()
+    runs = 3
+    # Each run's status message is posted while the server is down, so that the thread it
+    # opens is recorded then (or lost).
+    parents = [
+        slack.hold("chat.postMessage", where=lambda args: not args.get("thread_ts"))
+        for _ in range(runs)
+    ]
+    [server_socket] = [
+        path for path in pg_server.socket_dir.glob(".s.PGSQL.*") if path.suffix != ".lock"
+    ]
+    async with replicas(cli, 2, SECRET) as two:
+        answers = await asyncio.gather(
+            *(two[n % 2].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
+        )
+        assert all(status == 200 for status, _ in answers)
+        await anthropic_api.wait_for_requests(runs)  # all of them in flight, on the model
+        before = _rows(pg_url, "SELECT count(*) FROM runs WHERE status = 'running'")
+        assert before == [(runs,)]
+        await asyncio.gather(*(held.arrived.wait() for held in parents))
+
+        restarted = asyncio.create_task(asyncio.to_thread(pg_server.restart))
+
+        async def down() -> bool:  # (or already back up, if its gap was too short to see)
+            return not server_socket.exists() or restarted.done()
+
+        await eventually(down, within_s=30)
+        for held in parents:
+            held.release()
+        await restarted
+        # Both still take commands: one more on each, one of them queued for a free slot
+        # (four slots, five runs), all of them answered once the model is.
+        for n, replica in enumerate(two, start=runs):
+            status, _ = await replica.sender.command(f"Company {n}", user=f"U{n}")
+            assert status == 200
+        release.set()
+
+        async def all_delivered() -> bool:
+            done = _rows(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
+            return done == [(runs + 2,)]
+
+        await eventually(all_delivered, within_s=60)
+        assert all(replica.process.returncode is None for replica in two)
+
+    _delivered_once_each(slack, pg_url, runs + 2)
+    assert len(anthropic_api.requests) == runs + 2  # no run researched twice

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TypeVar
 
 import psycopg
 import pytest
@@ -33,7 +34,9 @@ from bot.agent.events import (
 from bot.agent.report.model import Report, Section, Source
 from bot.domain import Depth, Mode, Origin, Request, RunStatus
 from bot.errors import NotFoundError, StoreError
+from bot.store import runs as store_runs
 from bot.store import schema
+from bot.store.connection import Database, Work
 from bot.store.migrations import latest
 from bot.store.runs import Store
 from bot.store.schema import SQLITE_SCRIPTS
@@ -41,6 +44,7 @@ from bot.store.sqlite import SQLiteDatabase
 from tests.postgres import PgServer
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
+T = TypeVar("T")
 SLACK_T1 = Origin(platform="slack", workspace="T1", channel="C1", user="U1", user_name="ada")
 
 
@@ -257,6 +261,46 @@ async def test_memory_database_works() -> None:
     async with await Store.open(":memory:") as store:
         run = await store.create_run(request())
         assert (await store.get_run(run.run_id)).run_id == run.run_id
+
+
+class Unreachable:
+    """A database whose next `failures` writes fail as they do while its server restarts."""
+
+    def __init__(self, db: Database, failures: int) -> None:
+        self.dialect, self.where = db.dialect, db.where
+        self._db = db
+        self.failures = failures
+
+    async def read(self, work: Work[T]) -> T:
+        return await self._db.read(work)
+
+    async def write(self, work: Work[T]) -> T:
+        if self.failures:
+            self.failures -= 1
+            raise StoreError(f"Cannot reach the database {self.where}: is PostgreSQL running?")
+        return await self._db.write(work)
+
+    async def write_grouped(self, work: Work[T]) -> T:
+        return await self.write(work)
+
+    async def close(self) -> None:
+        """The database is the test's own store's, closed with it."""
+
+
+async def test_a_runs_thread_is_recorded_through_a_short_outage_of_the_database(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_runs, "LOCATION_RETRY_S", (0.0, 0.0))
+    run = await store.create_run(request())
+    restarting = Store(Unreachable(store.database, failures=2), StepClock())
+    await restarting.set_location(run.run_id, channel="C9", thread="1700000000.000100")
+    found = await store.get_run(run.run_id)
+    assert (found.origin.channel, found.origin.thread) == ("C9", "1700000000.000100")
+
+    gone = Store(Unreachable(store.database, failures=3), StepClock())
+    with pytest.raises(StoreError, match="Cannot reach"):
+        await gone.set_location(run.run_id, channel="C9", thread="1700000000.000200")
+    assert (await store.get_run(run.run_id)).origin.thread == "1700000000.000100"
 
 
 async def test_run_lifecycle(store: Store) -> None:
