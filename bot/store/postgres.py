@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
@@ -28,6 +28,14 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Work = Callable[[Connection], T]
 
+OUTAGE_PAUSES_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
+"""The database's one retry policy: once open, a unit of work that finds the server gone (a
+restart, a failover) is tried again after each of these pauses, about 16 s in all, before it
+fails with its one line. A run's events, its thread and its ending are not lost to a restart.
+A connection cut during COMMIT leaves it unknown whether that commit landed; trying again may
+then store an event twice, which a reader sees as a repeated line, never as a lost run."""
+_GONE = {"57P01", "57P02", "57P03", "08000", "08001", "08003", "08004", "08006"}
+"""SQLSTATEs of a server shut down, restarting, or a connection lost or refused."""
 CONNECT_TIMEOUT_S = 10
 POOL_SIZE = 8
 """Connections per replica: a run's event appends, the runs service's queries and the readers."""
@@ -70,6 +78,16 @@ def async_url(url: str) -> str:
     return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
 
 
+def _gone(error: BaseException) -> bool:
+    """The server is out of reach (restarting, failing over), rather than refusing this work."""
+    if isinstance(error, DBAPIError) and error.connection_invalidated:
+        return True
+    cause = error.orig if isinstance(error, DBAPIError) else error
+    if not isinstance(cause, psycopg.OperationalError):
+        return False
+    return cause.sqlstate is None or cause.sqlstate in _GONE
+
+
 class PostgresDatabase:
     dialect = "postgresql"
 
@@ -79,6 +97,7 @@ class PostgresDatabase:
         self.path = where
         self._pending: list[tuple[Work[object], asyncio.Future[object]]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._opened = False
 
     @classmethod
     async def open(cls, url: str, *, readonly: bool = False) -> PostgresDatabase:
@@ -101,26 +120,36 @@ class PostgresDatabase:
         except BaseException:
             await engine.dispose()
             raise
+        # From here on an outage is waited out: at the start, it is said at once.
+        database._opened = True
         return database
 
     async def read(self, work: Work[T]) -> T:
-        try:
+        async def attempt() -> T:
             async with self._engine.connect() as conn:
                 return await conn.run_sync(work)
-        except (DBAPIError, psycopg.Error) as error:
-            raise explain(error, self.where) from None
+
+        return await self._through_outages(attempt)
 
     async def write(self, work: Work[T]) -> T:
-        async def transaction() -> T:
-            try:
-                async with self._engine.begin() as conn:
-                    return await conn.run_sync(work)
-            except (DBAPIError, psycopg.Error) as error:
-                raise explain(error, self.where) from None
-
         # Shielded: a caller cancelled meanwhile does not stop the write; what it records did
         # happen.
-        return await asyncio.shield(transaction())
+        return await asyncio.shield(self._through_outages(partial(self._transaction, work)))
+
+    async def _through_outages(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """`attempt()`, tried again while the server is out of reach (`OUTAGE_PAUSES_S`); any
+        failure that leaves is the one line a person reads."""
+        for pause in (*(OUTAGE_PAUSES_S if self._opened else ()), None):
+            try:
+                return await attempt()
+            except (DBAPIError, psycopg.Error) as error:
+                if pause is None or not _gone(error):
+                    raise explain(error, self.where) from None
+                log.warning(
+                    "the database %s is out of reach; trying again in %.1f s", self.where, pause
+                )
+                await asyncio.sleep(pause)
+        raise AssertionError("unreachable: the last try raises or returns")
 
     async def write_grouped(self, work: Work[T]) -> T:
         """`work` committed together with the other grouped writes pending at that moment
@@ -142,11 +171,16 @@ class PostgresDatabase:
                 works = [work for work, _ in batch]
                 try:
                     try:
-                        outcomes = await self._transaction(partial(together, works=works))
+                        outcomes = await self._through_outages(
+                            partial(self._transaction, partial(together, works=works))
+                        )
                     except OneFailed:
                         explain_here = partial(explain, where=self.where)
-                        outcomes = await self._transaction(
-                            partial(apart, works=works, explain=explain_here)
+                        outcomes = await self._through_outages(
+                            partial(
+                                self._transaction,
+                                partial(apart, works=works, explain=explain_here),
+                            )
                         )
                 except Exception as error:  # the transaction failed: so did every write in it
                     outcomes = [(None, explain(error, self.where))] * len(batch)

@@ -5,8 +5,6 @@ row shapes in bot/store/rows.py; bot/store/connection.py picks the engine that r
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -30,7 +28,7 @@ from bot.agent.events import EVENT_ADAPTER, Event, RunFinished, TurnStarted, Usa
 from bot.agent.report.model import Report
 from bot.agent.report.support import Support
 from bot.domain import Request, RunRecord, RunStatus
-from bot.errors import NotFoundError, StoreError
+from bot.errors import NotFoundError
 from bot.store.connection import Database, open_database
 from bot.store.followups import FollowUpQueries, add_version
 from bot.store.history import HistoryQueries
@@ -47,12 +45,6 @@ from bot.store.rows import (
 )
 from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
 from bot.store.shared import SharedQueries
-
-log = logging.getLogger(__name__)
-
-LOCATION_RETRY_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
-"""The pauses between tries of `set_location`: about 16 s of a database out of reach (a
-restart, a failover) before the run's thread is given up."""
 
 
 class Store(HistoryQueries, FollowUpQueries, SharedQueries):
@@ -144,19 +136,7 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries):
         return await self.get_run(await self._db.write(work))
 
     async def set_location(self, run_id: str, *, channel: str, thread: str) -> None:
-        """Where the run's messages are. They are already posted and are not posted again, so
-        this is tried again through a short outage of the database: a run whose thread is not
-        recorded is never found from it again (a follow-up asked there), and a replica that
-        takes it over opens a new thread for it."""
-        for pause in (*LOCATION_RETRY_S, None):
-            try:
-                await self._update_run(run_id, {"channel": channel, "thread": thread})
-                return
-            except StoreError as error:
-                if pause is None:
-                    raise
-                log.warning("run %s: its thread is not recorded yet (%s)", run_id, error)
-                await asyncio.sleep(pause)
+        await self._update_run(run_id, {"channel": channel, "thread": thread})
 
     async def mark_running(self, run_id: str) -> None:
         now = iso(self._now())
