@@ -146,6 +146,7 @@ async def _phases(bot: Bot, urls: dict[str, str], runs: int, hostile: int) -> di
     figures["help_idle"] = [await bot.help() for _ in range(100)]
     await bot.runs(["Warmup 0"], first=0)
     figures["one_s"] = await bot.runs(["Company 0"], first=1)
+    figures["one_peak"] = dict(memory.peak)
     memory.reset()
 
     stop = asyncio.Event()
@@ -177,7 +178,12 @@ def report(f: dict[str, Any], runs: int, hostile: int) -> bool:
         f"p99 {idle:.1f} ms; during the burst p50 {statistics.median(f['help_burst']):.1f} ms, "
         f"p99 {burst:.1f} ms ({len(f['help_burst'])} asked)"
     )
-    for name, figures in ((f"{runs} runs", peak), (f"{hostile} hostile runs", h_peak)):
+    named = (
+        ("one run", f["one_peak"]),
+        (f"{runs} runs", peak),
+        (f"{hostile} hostile runs", h_peak),
+    )
+    for name, figures in named:
         print(
             f"peak PSS, {name:<18} bot {figures['main_pss'] / MB:.0f} MB + extraction workers "
             f"{figures['workers_pss'] / MB:.0f} MB = {figures['total_pss'] / MB:.0f} MB"

@@ -6,10 +6,8 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 
 from anthropic import AsyncAnthropic, DefaultAioHttpClient
-from openai import AsyncOpenAI
 
 from bot.agent.models.fallback import ModelChain, Provider
-from bot.agent.models.openai_compat import OpenAIModel, OutputLimit
 from bot.agent.models.port import AnthropicModel
 from bot.config import Settings
 from bot.errors import ConfigError
@@ -55,6 +53,12 @@ def _anthropic(settings: Settings, stack: AsyncExitStack) -> Provider:
 
 
 def _openai(settings: Settings, stack: AsyncExitStack) -> Provider:
+    # Imported only when configured: the OpenAI SDK takes about 30 MB of every process that
+    # loads it, and most deployments never call it (bench/serve.py).
+    from openai import AsyncOpenAI
+
+    from bot.agent.models.openai_compat import OpenAIModel, OutputLimit
+
     key = settings.openai_api_key
     client = AsyncOpenAI(
         api_key=key.get_secret_value() if key is not None else NO_KEY,
