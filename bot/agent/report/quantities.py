@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from bot.agent.report import units as u
 from bot.agent.report.dates import read_dates
+from bot.agent.report.names import CODE, HYPHENATED_NAME, is_label, name_before
 from bot.agent.report.phrases import read_phrases
 from bot.agent.report.readings import (
     ORDINAL,
@@ -34,13 +35,6 @@ from bot.agent.report.readings import (
     written,
 )
 from bot.agent.report.units import Unit
-from bot.agent.report.wording import FUNCTION_WORDS, MARKERS, words
-
-COMMON_WORDS = FUNCTION_WORDS | words(
-    "after before since during over under between among until only just exactly another top up "
-    "down all each every both nearly almost than then"
-)
-"""Capitalised at the start of a sentence, not a name (`Only 12 came`)."""
 
 
 def _alternation(words: object) -> str:
@@ -50,15 +44,7 @@ def _alternation(words: object) -> str:
 _NUMBER = re.compile(r"(?<![\w.,])(\d(?:[\d,.'\u00a0\u2009\u202f]*\d)?)")
 _SPACED = re.compile(r"(?<![\w.,])(\d{1,3}(?: \d{3})+)(?![\w.,]*\d)")
 """A number grouped by spaces (`1 000 000`), read in a source beside its digits read apart."""
-_CODE = re.compile(
-    r"(?<![\w.,+-])(?:\d+(?:[-‐‑]\d+){2,}|\+\d{1,3}(?:[\s.-]?\(?\d{1,4}\)?){2,})(?![\w-])"
-)
-"""Digits joined by hyphens three times or more (`978-3-16-148410-0`, `555-123-4567`), or a
-telephone number (`+1 202 555 0143`): a code, no quantity (dates are read before)."""
 _GLUED = re.compile(r"[^\W\d_]+")
-_HYPHENATED_NAME = re.compile(
-    r"(?<![\w-])(?!(?:mid|pre|post|early|late)-)[^\W\d_]+(?:[-‑][^\W\d_]+)*[-‑]$", re.I
-)
 _PERCENT = re.compile(rf"^\s?(?:{_alternation(u.PERCENT)}|процент\w*)(?!\w)", re.I)
 _POINTS = re.compile(rf"^\s?(?:{_alternation(u.POINTS)})\b", re.I)
 _SCALE = re.compile(rf"^[\s-]?({_alternation(u.SCALES)})(?:\b|(?<=[万億兆]))\.?", re.I)
@@ -83,7 +69,6 @@ _BETWEEN = re.compile(r"\bbetween\s+$", re.I)
 _AND = re.compile(r"^\s+and\s+(?=\d)")
 _RANK = re.compile(r"\b(?:number|no\.)\s+$", re.I)
 """A label a source's number is still stated after (`peaked at number 7` for `the top 10`)."""
-_PREVIOUS_WORD = re.compile(r"([^\W\d_][\w.'’-]*)\s+$")
 _RATIO = re.compile(rf"\b({_alternation(u.RATIOS)})\b", re.I)
 _QUALIFIERS = [
     (kind, re.compile(rf"(?:^|(?<=\W))(?:{_alternation(said)})\s+$", re.I))
@@ -130,7 +115,7 @@ def read(text: str, *, source: bool, english: bool = False) -> list[Quantity]:
         for q in read_phrases(text, source=source)
         if not any(d.start < q.end and q.start < d.end for d in found)
     ]
-    taken = [(q.start, q.end) for q in found] + [m.span() for m in _CODE.finditer(text)]
+    taken = [(q.start, q.end) for q in found] + [m.span() for m in CODE.finditer(text)]
     for match in _NUMBER.finditer(text):
         if any(start <= match.start() < end for start, end in taken):
             continue
@@ -166,7 +151,7 @@ def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Q
     digits, (start, end) = match.group(1), match.span(1)
     offset = max(0, start - 60)
     before, after = text[offset:start], text[end : end + 80]
-    if _HYPHENATED_NAME.search(before):
+    if HYPHENATED_NAME.search(before):
         return None  # COVID-19, SARS-CoV-2, interleukin-2 (but mid-2019 is a date)
     suffix = _suffix(digits, after, before)
     if suffix is None:
@@ -188,9 +173,9 @@ def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Q
         return Quantity(text[opens : span.end], span.readings, opens, span.end, hedged=True)
     rank = source and bool(_RANK.search(before))
     label = not suffix.named and currency is None and not _year_like(digits)
-    if label and not rank and _is_label(before):
+    if label and not rank and is_label(before):
         return None
-    name = _name(before) if label and english and not source else ""
+    name = name_before(before) if label and english and not source else ""
     sign = 1.0
     if (minus := _SIGN.search(before) or _MINUS_WORD.search(before)) is not None:
         sign, before, first = -1.0, before[: minus.start()], offset + minus.start()
@@ -329,33 +314,6 @@ def _million_or_metres(out: _Suffix, before: str) -> None:
         out.scale((1e6,))
     else:
         out.options = ((1e6, PLAIN), (1.0, u.UNITS["metres"][0]))
-
-
-def _is_label(before: str) -> bool:
-    """A number right after a code or a label word names a thing: `ISO 9001`, `iPhone 12`,
-    `phase 3`. (A capitalised word alone is not enough: German capitalises every noun.)"""
-    previous = _PREVIOUS_WORD.search(before)
-    if previous is None or previous.end() != len(before):
-        return False
-    word = previous.group(1).rstrip(".")
-    if word.lower() in u.LABELS or word.lower() + "." in u.LABELS:
-        return True
-    capitals = sum(ch.isupper() for ch in word)
-    return (
-        capitals >= 2 or (capitals == 1 and not word[0].isupper())
-    ) and word.lower() not in u.MONTHS
-
-
-def _name(before: str) -> str:
-    """The name a claim's bare number is part of: a capitalised word right before it that is
-    no month and no common word (`Boeing 737`, `Apollo 11`, `World War 2`; not `In 12 days`)."""
-    previous = _PREVIOUS_WORD.search(before)
-    if previous is None or previous.end() != len(before) or not previous[1][0].isupper():
-        return ""
-    word = previous[1].rstrip(".")
-    lower = word.lower()
-    common = lower in u.MONTHS or lower in COMMON_WORDS or lower in MARKERS
-    return "" if common or any(lower in words for words in u.QUALIFIERS) else word
 
 
 def _year_like(digits: str) -> bool:
