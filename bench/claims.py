@@ -24,6 +24,7 @@ a letter before a digit, such as `COVID-19` or `A320`); for the hard cases, `has
 function read from git); without git it is skipped. Exit 1 when an "after" goal is missed.
 
     python -m bench.claims [--sets check_covid,scifact] [--no-before]
+    python -m bench.claims --fool-me-twice CHECKOUT   # also the whole held-out Fool Me Twice pool
 """
 
 from __future__ import annotations
