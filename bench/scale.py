@@ -28,17 +28,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import multiprocessing
 import os
+import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.memory import MB, cpu_seconds, descendants
 from bench.scale_world import serve_world
 from bot.compose import freeze_startup_heap, open_services
 from bot.config import Settings
@@ -46,9 +48,6 @@ from bot.domain import Request, RunRecord
 from bot.memory import limit_malloc_arenas
 from bot.runs.manager import Outcome
 from tests.conftest import FAST_MODEL, TEST_MODEL
-
-PAGE = os.sysconf("SC_PAGE_SIZE")
-MB = 1_000_000
 
 
 class Listener:
@@ -96,112 +95,41 @@ class LagMonitor:
         return p99 * 1000, lags[-1] * 1000
 
 
-class Memory:
-    """Samples the memory of a process (this one by default) and of its descendants but the
-    fakes (the extraction workers) every 20 ms from a thread, so reading /proc never runs on
-    the event loop.
+class MemoryProbe:
+    """`bench.memory` sampling this process's tree from a process of its own: reading
+    `smaps_rollup` every 100 ms inside the bot took about a second of its CPU in the burst,
+    and its interpreter lock."""
 
-    Two figures: RSS, which counts a page shared by several processes (libraries, and what a
-    worker shares with the process it was forked from) once in each, and PSS
-    (/proc/PID/smaps_rollup), which splits each shared page between the processes that map it,
-    so the sum is what the bot and its workers take from the machine. The goal is checked
-    against the PSS sum; both are printed."""
+    def __init__(self, exclude: set[int]) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "bench.memory", str(os.getpid()), *map(str, exclude)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.pid = self._process.pid
 
-    def __init__(self, exclude: set[int], root: int | None = None) -> None:
-        self._exclude = exclude
-        self._root = root or os.getpid()
-        self.peak: dict[str, int] = {}
-        self._workers: set[int] | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+    def _ask(self, command: str) -> dict[str, int]:
+        assert self._process.stdin is not None and self._process.stdout is not None
+        self._process.stdin.write(command + "\n")
+        self._process.stdin.flush()
+        answer: dict[str, int] = json.loads(self._process.stdout.readline())
+        return answer
 
-    def current(self, *, pss: bool = True) -> dict[str, int]:
-        if pss or self._workers is None:  # the process tree is walked with each PSS reading
-            self._workers = _descendants(self._root, self._exclude)
-        workers = self._workers
-        figures = {}
-        for kind, read in (("rss", _rss), ("pss", _pss)) if pss else (("rss", _rss),):
-            main, others = read(self._root), sum(map(read, workers))
-            figures |= {
-                f"main_{kind}": main,
-                f"workers_{kind}": others,
-                f"total_{kind}": main + others,
-            }
-        return figures
+    def current(self) -> dict[str, int]:
+        return self._ask("current")
+
+    @property
+    def peak(self) -> dict[str, int]:
+        return self._ask("peak")
 
     def reset(self) -> None:
-        self.peak = {}
-
-    def _run(self) -> None:
-        # PSS and the process tree every 100 ms only: smaps_rollup walks every mapping, and a
-        # sampler reading both every 20 ms took about a second of the bot's CPU in the burst.
-        tick = 0
-        while not self._stop.wait(0.02):
-            for key, value in self.current(pss=tick % 5 == 0).items():
-                self.peak[key] = max(self.peak.get(key, 0), value)
-            tick += 1
-
-    def start(self) -> None:
-        self._thread.start()
+        self._ask("reset")
 
     def stop(self) -> None:
-        self._stop.set()
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm") as statm:
-            return int(statm.read().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as rollup:
-            for line in rollup:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, IndexError, ValueError):
-        pass
-    return 0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return 0.0
-
-
-def _children(pid: int | None = None) -> set[int]:
-    found: set[int] = set()
-    folder = f"/proc/{pid or 'self'}/task"
-    try:
-        tasks = os.listdir(folder)
-    except OSError:
-        return found
-    for task in tasks:
-        try:
-            with open(f"{folder}/{task}/children") as children:
-                found.update(int(child) for child in children.read().split())
-        except OSError:
-            continue
-    return found
-
-
-def _descendants(pid: int, exclude: set[int]) -> set[int]:
-    """Children, their children and so on (a fork server's workers are its children)."""
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in _children(todo.pop()) - exclude - found:
-            found.add(child)
-            todo.append(child)
-    return found
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._process.wait(10)
 
 
 def settings_for(
@@ -248,13 +176,13 @@ async def scale(
     figures: dict[str, Any] = {}
     listener = Listener()
     monitor = LagMonitor()
-    memory = Memory(exclude={int(urls["world_pid"])})
+    memory = MemoryProbe(exclude={int(urls["world_pid"])})
+    ignore = {int(urls["world_pid"]), memory.pid}
     with tempfile.TemporaryDirectory() as folder:
         settings = settings_for(Path(folder), urls, concurrent, workers)
         async with open_services(settings) as services:
             freeze_startup_heap()  # as `research-bot serve` does
             monitor.start()
-            memory.start()
             await run_all(services, listener, ["Warmup 0"])
             monitor.phase = "one"
             figures["one_s"] = await run_all(services, listener, ["Company 0"])
@@ -263,14 +191,14 @@ async def scale(
             monitor.phase = "burst"
             topics = [f"Company {n}" for n in range(1, runs + 1)]
             world = int(urls["world_pid"])
-            workers = _descendants(os.getpid(), {world})
+            workers = descendants(os.getpid(), ignore)
             cpu_before = (
                 cpu_seconds(os.getpid()),
                 sum(map(cpu_seconds, workers)),
                 cpu_seconds(world),
             )
             figures["all_s"] = await run_all(services, listener, topics)
-            workers = _descendants(os.getpid(), {world})
+            workers = descendants(os.getpid(), ignore)
             cpu_after = (
                 cpu_seconds(os.getpid()),
                 sum(map(cpu_seconds, workers)),

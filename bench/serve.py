@@ -34,7 +34,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.scale import MB, Memory, cpu_seconds, environment, fake_world
+from bench.memory import MB, Memory, cpu_seconds
+from bench.scale import environment, fake_world
 from tests.fakes.slack_api import FakeSlack, SlackSender
 from tests.process import Cli
 from tests.replica_world import Replica, free_port
