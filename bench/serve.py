@@ -36,9 +36,9 @@ from typing import Any
 
 from bench.memory import MB, Memory, cpu_seconds
 from bench.scale import environment, fake_world
-from tests.fakes.slack_api import FakeSlack, SlackSender
+from tests.fakes.slack_api import FakeSlack
 from tests.process import Cli
-from tests.replica_world import Replica, free_port
+from tests.replica_world import Replica, Replicas
 
 SECRET = "bench-secret"
 HELP_EVERY_S = 0.05
@@ -103,23 +103,6 @@ def _p99(values: list[float]) -> float:
     return ordered[max(0, round(0.99 * len(ordered)) - 1)]
 
 
-async def start_bot(cli: Cli, slack: FakeSlack) -> Bot:
-    port = free_port()
-    # Any option makes `Cli` exec a fresh interpreter rather than fork a warm one.
-    process = await cli.start(
-        "serve", "slack", "--port", str(port), stdin=asyncio.subprocess.DEVNULL
-    )
-    replica = Replica(process, SlackSender(f"http://127.0.0.1:{port}/slack/events", SECRET))
-    asyncio.get_running_loop().create_task(replica.drain())
-    try:
-        async with asyncio.timeout(60):
-            await replica.ready.wait()
-    except TimeoutError:
-        process.kill()
-        raise RuntimeError("the bot did not start:\n" + "".join(replica.lines[-20:])) from None
-    return Bot(replica, slack)
-
-
 async def measure(urls: dict[str, str], runs: int, hostile: int) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     async with FakeSlack() as slack:
@@ -131,12 +114,13 @@ async def measure(urls: dict[str, str], runs: int, hostile: int) -> dict[str, An
                 "SLACK_SIGNING_SECRET": SECRET,
                 "SLACK_API_URL": slack.api_url,
             }
-            bot = await start_bot(Cli(Path(folder), env), slack)
+            # Any option makes `Cli` exec a fresh interpreter rather than fork a warm one.
+            started = Replicas(Cli(Path(folder), env), SECRET, stdin=asyncio.subprocess.DEVNULL)
             try:
-                figures |= await _phases(bot, urls, runs, hostile)
+                [replica] = await started.start()
+                figures |= await _phases(Bot(replica, slack), urls, runs, hostile)
             finally:
-                bot.replica.process.terminate()
-                await bot.replica.process.wait()
+                await started.stop()
     return figures
 
 

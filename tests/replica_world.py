@@ -9,6 +9,7 @@ import signal
 import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from tests.fakes.slack_api import SlackSender
 from tests.process import Cli
@@ -47,10 +48,13 @@ class Replicas(list[Replica]):
     """The replicas started so far; `start` adds more to a running set, each stopped with the
     rest when the set is."""
 
-    def __init__(self, cli: Cli, secret: str) -> None:
+    def __init__(self, cli: Cli, secret: str, **options: Any) -> None:
+        """`options` go to `Cli.start`: any makes each replica a fresh interpreter rather than
+        a fork of a warm one (a benchmark that reads the process's own memory)."""
         super().__init__()
         self._cli = cli
         self._secret = secret
+        self._options = options
         self._launched: list[Replica] = []
         """Every one started, serving or not: all stopped with the set."""
         self._drains: list[asyncio.Task[None]] = []
@@ -80,7 +84,7 @@ class Replicas(list[Replica]):
 
     async def _launch(self) -> Replica:
         port = free_port()
-        process = await self._cli.start("serve", "slack", "--port", str(port))
+        process = await self._cli.start("serve", "slack", "--port", str(port), **self._options)
         replica = Replica(
             process, SlackSender(f"http://127.0.0.1:{port}/slack/events", self._secret)
         )

@@ -15,7 +15,10 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection
 
-Work = Callable[[Connection], object]
+from bot.store.connection import Work
+
+Pending = tuple[Work[object], "asyncio.Future[object]"]
+"""A write waiting for its batch, and where its caller waits."""
 Outcome = tuple[object, BaseException | None]
 """A write's result, or the error its caller is to hear."""
 
@@ -24,7 +27,7 @@ class OneFailed(Exception):
     """A write of the batch failed: roll the transaction back and run the batch `apart`."""
 
 
-def together(conn: Connection, works: list[Work]) -> list[Outcome]:
+def together(conn: Connection, works: list[Work[object]]) -> list[Outcome]:
     """Every write of the batch, inside the caller's transaction."""
     try:
         return [(work(conn), None) for work in works]
@@ -33,7 +36,7 @@ def together(conn: Connection, works: list[Work]) -> list[Outcome]:
 
 
 def apart(
-    conn: Connection, works: list[Work], explain: Callable[[BaseException], BaseException]
+    conn: Connection, works: list[Work[object]], explain: Callable[[BaseException], BaseException]
 ) -> list[Outcome]:
     """The batch again, each write in its own savepoint, so one that fails fails alone."""
     outcomes: list[Outcome] = []

@@ -13,7 +13,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TypeVar
 
 import psycopg
 from sqlalchemy import Connection, make_url, text
@@ -21,12 +20,11 @@ from sqlalchemy.exc import DBAPIError, InterfaceError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bot.errors import StoreError
-from bot.store.grouped import OneFailed, apart, settle, together
+from bot.store.connection import T, Work
+from bot.store.grouped import OneFailed, Pending, apart, settle, together
 from bot.store.migrations import latest, migrate, schema_version
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-Work = Callable[[Connection], T]
 
 OUTAGE_PAUSES_S = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
 """The database's one retry policy: once open, a unit of work that finds the server gone (a
@@ -95,7 +93,7 @@ class PostgresDatabase:
         self._engine = engine
         self.where = where
         self.path = where
-        self._pending: list[tuple[Work[object], asyncio.Future[object]]] = []
+        self._pending: list[Pending] = []
         self._flusher: asyncio.Task[None] | None = None
         self._opened = False
 

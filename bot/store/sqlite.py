@@ -21,7 +21,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 from urllib.parse import quote
 
 from sqlalchemy import Connection, create_engine, event
@@ -29,13 +28,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from bot.errors import StoreError
-from bot.store.grouped import OneFailed, apart, settle, together
+from bot.store.connection import T, Work
+from bot.store.grouped import OneFailed, Pending, apart, settle, together
 from bot.store.migrations import latest, migrate, schema_version
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
-Work = Callable[[Connection], T]
-_Pending = tuple[Work[object], "asyncio.Future[object]"]
 
 
 def _explain(error: sqlite3.Error, path: str) -> str:
@@ -111,7 +108,7 @@ class SQLiteDatabase:
         self.path = path
         self.where = path
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite")
-        self._pending: list[_Pending] = []
+        self._pending: list[Pending] = []
         self._pending_lock = threading.Lock()  # held for an append or a swap, nothing more
         self._flush_queued = False
         self.commits = 0

@@ -47,7 +47,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from urllib.parse import urlencode
 
 import aiohttp
@@ -501,18 +501,10 @@ class FakeSlack(_StreamMethods):
         return web.json_response(body, status=call.status)
 
     def _hold_for(self, method: str, args: Json) -> Held | None:
-        pending = self._holds.get(method, [])
-        for n, held in enumerate(pending):
-            if held.where is None or held.where(args):
-                return pending.pop(n)
-        return None
+        return _take(self._holds.get(method, []), args)
 
     def _forced_failure(self, method: str, args: Json) -> _Failure | None:
-        pending = self._failures.get(method, [])
-        for n, failure in enumerate(pending):
-            if failure.where is None or failure.where(args):
-                return pending.pop(n)
-        return None
+        return _take(self._failures.get(method, []), args)
 
     async def _upload(self, request: web.Request) -> web.Response:
         file_id = request.match_info["file_id"]
@@ -926,3 +918,15 @@ class SlackSender:
             "event_ts": f"{time.time():.6f}",
         }
         return await self.event(event, event_id=event_id)
+
+
+Pending = TypeVar("Pending", Held, _Failure)
+
+
+def _take(pending: list[Pending], args: Json) -> Pending | None:
+    """The first of `pending` (holds or failures, in the order asked) that applies to this
+    call, taken off the list."""
+    for n, entry in enumerate(pending):
+        if entry.where is None or entry.where(args):
+            return pending.pop(n)
+    return None

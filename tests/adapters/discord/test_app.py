@@ -20,6 +20,7 @@ from tests.adapters.discord.world import (
     card_files,
     card_text,
     custom_ids,
+    interrupted_run,
     is_card,
     message_payloads,
     status_message,
@@ -210,11 +211,7 @@ async def test_the_summarize_reaction_reaches_a_run_this_process_has_not_shown(
     """The run's message is known from the store, as on a replica that holds the gateway while
     another runs the run: here the bot restarted and the recovered run has not shown itself yet."""
     world = fake.guild
-    first = await DiscordBot.start(fake, tmp_path / "db.sqlite3")
-    run_id, message = await first.research("Acme Robotics")
-    assert first.engine is not None
-    await first.engine.parked(run_id).wait()
-    await first.stop()
+    run_id, message = await interrupted_run(fake, tmp_path / "db.sqlite3")
     engine = ScriptedEngine(hold_recovery=True)
     before = len(fake.calls)
     second = await DiscordBot.start(fake, tmp_path / "db.sqlite3", engine=engine)

@@ -40,6 +40,7 @@ from tests.adapters.discord.world import (
     card_files,
     card_text,
     custom_ids,
+    interrupted_run,
     is_card,
 )
 from tests.fakes.discord_api import FakeDiscord
@@ -201,11 +202,7 @@ async def test_a_card_from_before_an_upgrade_becomes_a_card_and_its_buttons_work
     fake: FakeDiscord, tmp_path: Path
 ) -> None:
     world = fake.guild
-    first = await DiscordBot.start(fake, tmp_path / "db.sqlite3")
-    run_id, message = await first.research("Acme Robotics")
-    assert first.engine is not None
-    await first.engine.parked(run_id).wait()
-    await first.stop()
+    run_id, message = await interrupted_run(fake, tmp_path / "db.sqlite3")
     # As an older version left it: an embed and a row of buttons, no V2 flag.
     legacy_row = {
         "type": 1,

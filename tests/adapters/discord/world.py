@@ -110,6 +110,17 @@ class DiscordBot:
         return str(call.body["data"]["content"])
 
 
+async def interrupted_run(fake: FakeDiscord, db_path: Path) -> tuple[str, Json]:
+    """A run started by one bot on `db_path`, which stops while the run researches (left
+    interrupted, for the next bot on that database): its id and its status message."""
+    first = await DiscordBot.start(fake, db_path)
+    run_id, message = await first.research("Acme Robotics")
+    assert first.engine is not None
+    await first.engine.parked(run_id).wait()
+    await first.stop()
+    return run_id, message
+
+
 def status_message(fake: FakeDiscord, run_id: str) -> Json:
     """The run's status message as it is now, while it still has its buttons."""
     wanted = f"rb:summarize:{run_id}"
