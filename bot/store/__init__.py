@@ -7,7 +7,7 @@ RESEARCH_BOT_DATABASE_URL names one), with one schema and one set of queries for
   hop to it, small writes group-committed: measured 2.3-3k writes/s against 0.9-1k through
   aiosqlite, which hops per statement); `postgres`: psycopg 3 (it ties with asyncpg on durable
   commits, connects in C, and takes the ISO text times the store writes);
-- `grouped`: group commit, for both engines;
+- `grouped`: the unit of work both engines run, and their group commit;
 - `rows`: row shapes; `runs.Store` and its parts `history`, `followups` and `shared` (the
   queue, control and heartbeats replicas share); `signals`: NOTIFY between replicas;
   `usage`: the figures of the `usage` command; `copy` and `status`: `research-bot db copy`

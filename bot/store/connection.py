@@ -4,14 +4,10 @@ of a SQLAlchemy `Connection`, and each engine runs them its own way."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-from sqlalchemy import Connection
-
-T = TypeVar("T")
-Work = Callable[[Connection], T]
+from bot.store.grouped import T, Work
 
 
 class Database(Protocol):

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TypeVar
 
 from sqlalchemy import Connection
 
-from bot.store.connection import Work
+T = TypeVar("T")
+Work = Callable[[Connection], T]
+"""A unit of work: the queries of one transaction, as a function of a SQLAlchemy connection
+(both engines run the same ones)."""
 
 Pending = tuple[Work[object], "asyncio.Future[object]"]
 """A write waiting for its batch, and where its caller waits."""

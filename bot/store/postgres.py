@@ -20,8 +20,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from bot.errors import StoreError
-from bot.store.connection import T, Work
-from bot.store.grouped import OneFailed, Pending, apart, settle, together
+from bot.store.grouped import OneFailed, Pending, T, Work, apart, settle, together
 from bot.store.migrations import latest, migrate, schema_version
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 from bot.errors import StoreError
-from bot.store.connection import T, Work
-from bot.store.grouped import OneFailed, Pending, apart, settle, together
+from bot.store.grouped import OneFailed, Pending, T, Work, apart, settle, together
 from bot.store.migrations import latest, migrate, schema_version
 
 log = logging.getLogger(__name__)
