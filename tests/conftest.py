@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import faulthandler
+import sys
+import threading
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 from bot.compose import Services, open_services
 from bot.config import Settings
@@ -16,17 +20,52 @@ from tests.fakes.web import FakeWeb
 from tests.postgres import PgServer, start_server
 
 TEST_MODEL = "claude-sonnet-4-6"
-PROCESS_HEAVY = {"test_terminal_faults.py", "test_replicas.py"}
-"""Test files that start many bot processes at once (thirty terminal runs, three replicas):
-kept on one xdist worker, so two of them never share the two cores at once. The other bot
-processes are forked from a server that has their SDKs loaded, and start in a fraction of a
-second (`tests/forkserver.py`)."""
+PROCESS_HEAVY = ("test_terminal_faults.py", "test_replicas.py", "test_read_commands_start_light.py")
+"""Test files that start many bot processes at once (thirty terminal runs, three replicas,
+eleven fresh interpreters): kept on one xdist worker, so two of them never share the two cores
+at once. The other bot processes are forked from a server that has their SDKs loaded, and
+start in a fraction of a second (`tests/forkserver.py`)."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.path.name in PROCESS_HEAVY:
-            item.add_marker(pytest.mark.xdist_group("processes"))
+class HeavyTogether(LoadScopeScheduling):
+    """xdist's scheduling by scope, one scope a test, except the process-heavy files: one scope
+    for all of them. Said here rather than with `xdist_group` marks, which pytest 9.2 no longer
+    lets xdist's `loadgroup` read (pytest-xdist issue 1386): the tests would share the cores."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return "process-heavy" if path.endswith(PROCESS_HEAVY) else nodeid
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: absent under `-p no:xdist`
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> HeavyTogether:
+    return HeavyTogether(config, log)
+
+
+STACKS_BEFORE_TIMEOUT_S = 3.0
+"""A test still running this long before its timeout prints every thread's stack to the run's
+own output. pytest-timeout then ends the worker (its thread method), and what it prints itself
+stays in output the worker never sends: without this, a hang would show only "node down"."""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None]:
+    marker = item.get_closest_marker("timeout")
+    limit = float(marker.args[0] if marker and marker.args else item.config.getini("timeout"))
+    capture = item.config.pluginmanager.getplugin("capturemanager")
+
+    def show_stacks() -> None:
+        with capture.global_and_fixture_disabled():
+            print(f"\n{item.nodeid} is about to time out; its threads:", file=sys.stderr)
+            faulthandler.dump_traceback(file=sys.stderr)
+
+    timer = threading.Timer(limit - STACKS_BEFORE_TIMEOUT_S, show_stacks)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 FAST_MODEL = "claude-haiku-4-5"

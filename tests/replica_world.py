@@ -14,6 +14,9 @@ from typing import Any
 from tests.fakes.slack_api import SlackSender
 from tests.process import Cli
 
+STOP_WITHIN_S = 20.0
+"""Longer than a replica's own shutdown may take (a report on its way gets 10 s to land)."""
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -93,13 +96,24 @@ class Replicas(list[Replica]):
         return replica
 
     async def stop(self) -> None:
+        """SIGTERM to each, as a deploy stops it; one still running after `STOP_WITHIN_S` fails
+        the test with its threads' stacks (SIGABRT, faulthandler) instead of holding the run."""
         for replica in self._launched:
             if replica.process.returncode is None:
                 replica.process.send_signal(signal.SIGTERM)
+        stuck = []
         for replica in self._launched:
-            await replica.process.wait()
-        for drain in self._drains:
-            drain.cancel()
+            try:
+                async with asyncio.timeout(STOP_WITHIN_S):
+                    await replica.process.wait()
+            except TimeoutError:
+                replica.process.send_signal(signal.SIGABRT)
+                await replica.process.wait()
+                stuck.append(replica)
+        await asyncio.gather(*self._drains)  # the log to its end: the stacks are its last lines
+        if stuck:
+            logs = "\n".join("".join(replica.lines[-80:]) for replica in stuck)
+            raise AssertionError(f"a replica still ran {STOP_WITHIN_S:g} s after SIGTERM:\n{logs}")
 
 
 @contextlib.asynccontextmanager

@@ -19,8 +19,6 @@ from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
 from tests.process import Cli
 
-pytestmark = pytest.mark.xdist_group("processes")
-
 HEAVY = {
     "anthropic",
     "openai",
