@@ -132,6 +132,8 @@ def run(request: dict, fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    if request.get("nice"):
+        os.nice(int(request["nice"]))
     if request.get("max_file_bytes") is not None:
         import resource
 

@@ -34,6 +34,10 @@ class Cli:
             "PYTHONFAULTHANDLER": "1",
             **env,
         }
+        self.nice = 0
+        """Added to each command's niceness: a test that starts many at once sets it, so the
+        tests on the other xdist worker keep their share of the two cores (thirty processes
+        at the same priority would leave them a sixteenth of one, past their timeouts)."""
 
     async def start(
         self, *args: str, max_file_bytes: int | None = None, **options: Any
@@ -42,12 +46,16 @@ class Cli:
         forked from the fork server (`tests/forkserver.py`), whose SDKs are already imported;
         one that measures its own imports (`PYTHONPROFILEIMPORTTIME`) starts from nothing."""
         if not options and "PYTHONPROFILEIMPORTTIME" not in self.env:
-            return await _server().start(list(args), self.env, self.cwd, max_file_bytes)
-        # The cap is set by a small Python that then execs the command, never by `preexec_fn`:
-        # forking a process that runs threads (xdist's, asyncio's) and running Python in the
-        # child can deadlock it.
+            return await _server().start(
+                list(args), self.env, self.cwd, max_file_bytes=max_file_bytes, nice=self.nice
+            )
+        # The cap and the niceness are set by a small Python that then execs the command,
+        # never by `preexec_fn`: forking a process that runs threads (xdist's, asyncio's) and
+        # running Python in the child can deadlock it.
         limit = [] if max_file_bytes is None else [*_LIMITED, str(max_file_bytes)]
+        nice = [] if not self.nice else [*_NICE, str(self.nice)]
         return await asyncio.create_subprocess_exec(
+            *nice,
             *limit,
             sys.executable,
             "-m",
@@ -152,7 +160,13 @@ class _ForkServer:
         shutil.rmtree(self._folder, ignore_errors=True)
 
     async def start(
-        self, args: list[str], env: dict[str, str], cwd: Path, max_file_bytes: int | None
+        self,
+        args: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        *,
+        max_file_bytes: int | None,
+        nice: int,
     ) -> Forked:
         loop = asyncio.get_running_loop()
         pipes = [os.pipe() for _ in range(2)]
@@ -160,7 +174,13 @@ class _ForkServer:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.connect(self.path)
-            header = {"args": args, "env": env, "cwd": str(cwd), "max_file_bytes": max_file_bytes}
+            header = {
+                "args": args,
+                "env": env,
+                "cwd": str(cwd),
+                "max_file_bytes": max_file_bytes,
+                "nice": nice,
+            }
             socket.send_fds(conn, [json.dumps(header).encode()], [stdin, pipes[0][1], pipes[1][1]])
         finally:
             for fd in (stdin, pipes[0][1], pipes[1][1]):
@@ -201,6 +221,11 @@ _LIMITED = [
     "resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])",
 ]
 """Python ignores SIGXFSZ, so a write past the cap fails with EFBIG, as on a full disk."""
+_NICE = [
+    sys.executable,
+    "-c",
+    "import os, sys; os.nice(int(sys.argv[1])); os.execv(sys.argv[2], sys.argv[2:])",
+]
 
 
 async def wait_for_line(stream: asyncio.StreamReader, text: str) -> None:

@@ -65,9 +65,10 @@ def _server(name: str, services: Services, port: int) -> Coroutine[Any, Any, Non
 
 
 async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
+    # A missing token is said before the clients load (seconds of imports), not after.
+    names = platforms_to_serve(settings, asked)
     from bot.compose import freeze_startup_heap, open_services  # the clients load only to serve
 
-    names = platforms_to_serve(settings, asked)
     # Off the event loop, before the first request would pay for it on the loop.
     await asyncio.to_thread(language.warm)
     async with open_services(settings, replica=True) as services:

@@ -4,6 +4,7 @@ imports (`PYTHONPROFILEIMPORTTIME`), never on a stopwatch."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
@@ -43,6 +44,7 @@ HEAVY = {
 def cli(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb) -> Cli:
     cli = Cli(tmp_path, world_env(tmp_path, anthropic_api, tavily, web))
     cli.env["PYTHONPROFILEIMPORTTIME"] = "1"
+    cli.nice = 19  # twelve fresh interpreters at once
     return cli
 
 
@@ -82,7 +84,7 @@ def _heavy_imports(stderr: str) -> set[str]:
     }
 
 
-@pytest.mark.timeout(60)  # eleven processes, one after another
+@pytest.mark.timeout(60)  # twelve fresh interpreters
 async def test_reads_and_early_refusals_load_no_client(cli: Cli) -> None:
     run_id = await _stored_run(Path(cli.env["RESEARCH_BOT_DB"]))
     commands = [
@@ -97,9 +99,10 @@ async def test_reads_and_early_refusals_load_no_client(cli: Cli) -> None:
         (["show", "nosuchrun"], 1),
         (["ask", "nosuchrun", "Who are their customers?"], 1),
         (["resume", "nosuchrun"], 1),
+        (["serve"], 2),  # no chat platform's token is set
     ]
 
-    results = [await cli.run(*command) for command, _ in commands]
+    results = await asyncio.gather(*(cli.run(*command) for command, _ in commands))
 
     for (command, expected), (code, _, err) in zip(commands, results, strict=True):
         assert code == expected, (command, err[-2000:])

@@ -219,6 +219,7 @@ async def test_thirty_terminal_runs_on_one_database_all_finish(
     cli: Cli, anthropic_api: FakeAnthropic
 ) -> None:
     anthropic_api.responder = _report
+    cli.nice = 19
     processes = [await cli.start("research", f"Company {n}") for n in range(30)]
     results = await asyncio.gather(*(p.communicate() for p in processes))
 
