@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy import Connection, create_engine, inspect, text
+from sqlalchemy import Connection, create_engine, inspect, make_url, text
 
 from bot.agent.events import (
     Ending,
@@ -282,6 +282,27 @@ async def test_writes_ride_out_a_restart_of_the_server(
         found = await store.get_run(run.run_id)
         assert (found.origin.channel, found.origin.thread) == ("C9", "1700000000.000100")
     assert "out of reach; trying again" in caplog.text
+
+
+async def test_connections_the_server_dropped_while_idle_are_replaced_not_failed(
+    pg_server: PgServer, pg_url: str
+) -> None:
+    """The pool does not ping a connection before each use (bot/store/postgres.py): those the
+    server ended while they sat idle (an idle timeout, a proxy, an administrator) are replaced,
+    and the work done on them goes through, nothing lost."""
+    database = make_url(pg_url).database
+    async with Store.connect(pg_url) as store:
+        run = await store.create_run(request())
+        await asyncio.gather(*(store.get_run(run.run_id) for _ in range(4)))  # a few pooled
+        ended = pg_server.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"
+        )
+        assert ended and all(flag for (flag,) in ended)
+
+        await store.append_event(run.run_id, Notice(message="after"))
+        assert (await store.get_run(run.run_id)).run_id == run.run_id
+        assert [event.message for event in await store.events(run.run_id)] == ["after"]  # type: ignore[union-attr]
 
 
 async def test_run_lifecycle(store: Store) -> None:
