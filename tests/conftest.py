@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import sys
 import threading
@@ -55,7 +56,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None]:
     capture = item.config.pluginmanager.getplugin("capturemanager")
 
     def show_stacks() -> None:
-        with capture.global_and_fixture_disabled():
+        with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
             print(f"\n{item.nodeid} is about to time out; its threads:", file=sys.stderr)
             faulthandler.dump_traceback(file=sys.stderr)
 
