@@ -23,7 +23,7 @@ from tests.postgres import PgServer, start_server
 TEST_MODEL = "claude-sonnet-4-6"
 PROCESS_HEAVY = ("test_terminal_faults.py", "test_replicas.py", "test_read_commands_start_light.py")
 """Test files that start many bot processes at once (thirty terminal runs, three replicas,
-eleven fresh interpreters): kept on one xdist worker, so two of them never share the two cores
+twelve fresh interpreters): kept on one xdist worker, so two of them never share the two cores
 at once. The other bot processes are forked from a server that has their SDKs loaded, and
 start in a fraction of a second (`tests/forkserver.py`)."""
 

@@ -110,7 +110,15 @@ class Replicas(list[Replica]):
                 replica.process.send_signal(signal.SIGABRT)
                 await replica.process.wait()
                 stuck.append(replica)
-        await asyncio.gather(*self._drains)  # the log to its end: the stacks are its last lines
+        if stuck:  # their logs to the end: the stacks are their last lines
+            ending = [
+                drain for r, drain in zip(self._launched, self._drains, strict=True) if r in stuck
+            ]
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):  # a child it left may hold the pipe open
+                    await asyncio.gather(*ending)
+        for drain in self._drains:
+            drain.cancel()
         if stuck:
             logs = "\n".join("".join(replica.lines[-80:]) for replica in stuck)
             raise AssertionError(f"a replica still ran {STOP_WITHIN_S:g} s after SIGTERM:\n{logs}")
