@@ -231,6 +231,8 @@ def main() -> None:
         "--postgres", action="store_true", help="the store on a local PostgreSQL, not SQLite"
     )
     args = parser.parse_args()
+    if args.hostile < 1:
+        parser.error("--hostile must be at least 1: the hostile phase has goals of its own")
     logging.basicConfig(level=logging.CRITICAL)  # refused bombs are expected: keep it quiet
     limit_malloc_arenas()  # as `research-bot` does first thing
     postgres = None
