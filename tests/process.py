@@ -52,11 +52,10 @@ class Cli:
         # The cap and the niceness are set by a small Python that then execs the command,
         # never by `preexec_fn`: forking a process that runs threads (xdist's, asyncio's) and
         # running Python in the child can deadlock it.
-        limit = [] if max_file_bytes is None else [*_LIMITED, str(max_file_bytes)]
-        nice = [] if not self.nice else [*_NICE, str(self.nice)]
+        cap = -1 if max_file_bytes is None else max_file_bytes
+        settle = [] if cap < 0 and not self.nice else [*_SETTLE, str(self.nice), str(cap)]
         return await asyncio.create_subprocess_exec(
-            *nice,
-            *limit,
+            *settle,
             sys.executable,
             "-m",
             "bot",
@@ -214,18 +213,15 @@ def _server() -> _ForkServer:
     return _FORK_SERVER
 
 
-_LIMITED = [
+_SETTLE = [
     sys.executable,
     "-c",
-    "import os, resource, sys; cap = int(sys.argv[1]); "
-    "resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap)); os.execv(sys.argv[2], sys.argv[2:])",
+    "import os, resource, sys; nice, cap = int(sys.argv[1]), int(sys.argv[2]); os.nice(nice); "
+    "cap < 0 or resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap)); "
+    "os.execv(sys.argv[3], sys.argv[3:])",
 ]
-"""Python ignores SIGXFSZ, so a write past the cap fails with EFBIG, as on a full disk."""
-_NICE = [
-    sys.executable,
-    "-c",
-    "import os, sys; os.nice(int(sys.argv[1])); os.execv(sys.argv[2], sys.argv[2:])",
-]
+"""Arguments: the niceness to add, then the file size cap (-1: none). Python ignores SIGXFSZ,
+so a write past the cap fails with EFBIG, as on a full disk."""
 
 
 async def wait_for_line(stream: asyncio.StreamReader, text: str) -> None:
