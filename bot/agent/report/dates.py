@@ -30,8 +30,9 @@ _TEXTUAL = [
     re.compile(rf"\b{_MONTH}\s+{_DAY}(?!\d)(?:,?\s+{_YEAR})?(?!\d)", re.I),
     re.compile(rf"\b{_MONTH}\s+(?:of\s+|de\s+)?{_YEAR}(?!\d)", re.I),
 ]
-_YMD = re.compile(r"(?<![\d.])(1\d{3}|20\d{2})([./-])(\d{1,2})\2(\d{1,2})(?![\d])")
-_DMY = re.compile(r"(?<![\d.])(\d{1,2})([./])(\d{1,2})\2(1\d{3}|20\d{2})(?![\d])")
+# Not inside a longer code of the same separator (`10.1101/2020.03.05.20031773`, a DOI).
+_YMD = re.compile(r"(?<![\d.])(1\d{3}|20\d{2})([./-])(\d{1,2})\2(\d{1,2})(?!\d|\2\d)")
+_DMY = re.compile(r"(?<![\d.])(\d{1,2})([./])(\d{1,2})\2(1\d{3}|20\d{2})(?!\d|\2\d)")
 _BARE_MONTH = re.compile(
     r"\b(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\b(?!\.?\s*\d)", re.I
 )

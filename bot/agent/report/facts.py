@@ -39,6 +39,18 @@ class Passage:
     text: str
     quantities: list[Quantity]
     words: list[wording.Token]
+    first_end: int | None = None
+    """Where its first sentence ends, when it is a pair of them."""
+
+    def sentence_around(self, span: tuple[int, int]) -> tuple[int, int]:
+        """The stretch of its sentences that `span` lies in: one of the pair, or both."""
+        if self.first_end is None:
+            return 0, len(self.text)
+        if span[1] <= self.first_end:
+            return 0, self.first_end
+        if span[0] > self.first_end:
+            return self.first_end, len(self.text)
+        return 0, len(self.text)
 
 
 @dataclass
@@ -161,7 +173,10 @@ def supporting(sentence: Claim, sources: list[Source]) -> Passage | None:
             span = wording.matched_span(sentence.words, passage.words, EXTRA_WORDS)
             if span is None or wording.markers(passage.words) != wanted:
                 continue
-            if not all(any(implies(p, q) for p in passage.quantities) for q in sentence.quantities):
+            # Its quantities are stated in the sentence of its words, not anywhere in the pair.
+            start, end = passage.sentence_around(span)
+            stated = [p for p in passage.quantities if start <= p.start < end]
+            if not all(any(implies(p, q) for p in stated) for q in sentence.quantities):
                 continue
             inside = [p for p in passage.quantities if span[0] <= p.start < span[1] and not p.rank]
             if all(any(could_be(q, p) for q in sentence.quantities) for p in inside):
@@ -191,7 +206,7 @@ def _joined(a: Passage, b: Passage) -> Passage:
     words = [
         wording.Token(t.word, t.start + shift, t.end + shift, t.kind, t.capital) for t in b.words
     ]
-    return Passage(f"{a.text} {b.text}", a.quantities + moved, a.words + words)
+    return Passage(f"{a.text} {b.text}", a.quantities + moved, a.words + words, len(a.text))
 
 
 def _share(q: Quantity) -> Quantity:

@@ -76,6 +76,13 @@ _QUALIFIERS = [
         ("above", "at_least", "below", "at_most", "nearly", "about"), u.QUALIFIERS, strict=True
     )
 ]
+_BOUND_AFTER = re.compile(
+    r"^\s*(?:or|and|oder|und|ou|et|o|y)\s+(?:(more|above|over|greater|higher|longer|older|later|"
+    r"upwards?|up|mehr|plus|más)|(less|fewer|below|under|lower|younger|earlier|weniger|moins|"
+    r"menos))\b",
+    re.I,
+)
+"""A bound said after the number: `250 or more` is at least 250, `18 or younger` at most 18."""
 _TIME_WORDS = re.compile(
     r"(?i)(?:before|after|since|by|later than|earlier than|vor|avant|antes de|prima del)$"
 )
@@ -181,6 +188,9 @@ def _quantity(text: str, match: re.Match[str], source: bool, english: bool) -> Q
         sign, before, first = -1.0, before[: minus.start()], offset + minus.start()
     qualifier, at = _qualifier(before, year=_year_like(digits))
     qualifier = "at_least" if suffix.plus and qualifier == "exact" else qualifier
+    if qualifier == "exact" and (bound := _BOUND_AFTER.match(after[suffix.end :])):
+        qualifier = "at_least" if bound.group(1) else "at_most"
+        suffix.end += bound.end()
     first = offset + at if at is not None else first
     if (year := _YEAR_RANGE.search(before)) and len(digits) == 2 and int(digits) > int(year[2]):
         digits = year[1] + digits  # 2018–19

@@ -120,11 +120,14 @@ def could_be(claim: Quantity, stated: Quantity) -> bool:
 
 def implies(stated: Quantity, claim: Quantity) -> bool:
     """Whether `stated` says at least what the claim says (strictly: its interval lies
-    within the claim's). `184` implies `more than 183`; `29.6%` implies `about 30%`."""
+    within the claim's, and a measure is stated as one: `16 million people` does not say `16
+    million years`). `184` implies `more than 183`; `29.6%` implies `about 30%`."""
     for mine in claim.readings:
         for theirs in stated.readings:
             how = _scale(mine, theirs)
-            if how is None:
+            if how is None or (
+                how == "raw" and not {mine.unit.dimension, theirs.unit.dimension} <= _LOOSE
+            ):
                 continue
             low, high = _bounds(mine, how, False, theirs)
             other_low, other_high = _bounds(theirs, how, False, mine)

@@ -46,13 +46,21 @@ MARKERS = words(
     potentially if whether unless rumored rumoured deny denies denied false falsely myth hoax
     hypothesis appear appears appeared seem seems seemed believed thought former formerly
     previously ex once
+    almost nearly barely hardly instead rather whereas although though despite unlike
+    different differ differs differed distinct dissimilar unrelated opposite contrary similar
+    resemble resembles resembled versus
+    incorrect incorrectly wrong wrongly mistaken mistakenly erroneous erroneously misleading
+    misconception debunk debunked disprove disproved refute refuted dispute disputed unfounded
+    unproven unconfirmed unverified supposedly purportedly purported rumor rumour conspiracy
+    fake fictional fictitious nominated nominee candidate unsuccessful rejected cancelled
+    canceled abandoned postponed
     nicht kein keine keinen keiner keinem keines nie niemals ohne alle einige manche meisten nur
     immer kann könnte soll sollen wird würde möglicherweise wahrscheinlich vielleicht angeblich
-    geplant ehemalige ehemaliger
+    geplant ehemalige ehemaliger falsch anders
     ne pas jamais aucun aucune sans non tous toutes tout quelques certains seulement uniquement
-    toujours peut pourrait probablement prévu ancien ancienne
+    toujours peut pourrait probablement prévu ancien ancienne faux fausse différent
     nunca ningún ninguna ninguno sin ni todos todas algunos algunas solo sólo siempre puede
-    podría probablemente previsto antiguo
+    podría probablemente previsto antiguo falso falsa diferente
     mai nessun nessuno nessuna senza tutti tutte alcuni sempre potrebbe forse
     não nenhum nenhuma sem alguns apenas poderia talvez
     не нет никогда без ни все некоторые только всегда может вероятно возможно"""

@@ -27,6 +27,18 @@ FORMS = [
     ),
     ("after", "It was founded after 1990.", "It was founded in 1994.", "It was founded in 1988."),
     ("at least", "At least 40 people were hurt.", "42 people were hurt.", "37 people were hurt."),
+    (
+        "or more",
+        "Gatherings of more than 250 people are banned.",
+        "Gatherings of 250 or more people are banned.",
+        "Gatherings of 200 or fewer people are allowed.",
+    ),
+    (
+        "or younger",
+        "Children under 12 ride free.",
+        "Those 11 or younger ride free.",
+        "Those 13 or older ride free.",
+    ),
     ("under", "It has under 500 staff.", "It employs 480 people.", "It employs 520 people."),
     ("nearly", "Nearly 10,000 ran.", "A total of 9,870 runners started.", "6,200 runners started."),
     ("about", "About 30 percent own a car.", "29.6% own a car.", "26% own a car."),
@@ -296,6 +308,33 @@ WORDING = [
         "It has 37 warehouses in Europe.",
         "It has 37 warehouses and none in Europe.",
     ),
+    # Words that say it is not so, or not quite: contrast, falsity, a near miss.
+    (
+        "Its lung injury is high altitude pulmonary edema.",
+        "In these patients the lung injury is high altitude pulmonary edema.",
+        "The lung injury is different from high altitude pulmonary edema.",
+    ),
+    (
+        "The founder dropped out of Harvard.",
+        "The founder dropped out of Harvard in 1975.",
+        "The story that the founder dropped out of Harvard was debunked.",
+    ),
+    (
+        "The startup won the pitch competition.",
+        "The startup won the pitch competition in Berlin.",
+        "The startup almost won the pitch competition.",
+    ),
+    # A measure is stated with its unit, in the sentence of the matched words.
+    (
+        "The fund is worth 16 million euros.",
+        "The fund is worth €16 million.",
+        "The fund is worth 16 million.",
+    ),
+    (
+        "The plant opened in 2019.",
+        "The plant opened in 2019 after two years of work.",
+        "The plant opened to great fanfare. Its owner was founded in 2019.",
+    ),
 ]
 
 
@@ -337,6 +376,17 @@ def test_a_denied_statement_is_not_refuted_by_its_number_missing() -> None:
 )
 def test_an_identifier_is_not_a_quantity(sentence: str) -> None:
     assert facts.claim(sentence).quantities == []
+
+
+def test_a_date_inside_a_longer_code_is_not_read() -> None:
+    doi = facts.source("Posted as doi:10.1101/2020.03.05.20031773 on 9 March 2020.")
+    assert not any(
+        r.unit.dimension == "date" and r.low == 20200305 for q in doi.stated for r in q.readings
+    )
+    dated = facts.source("Posted on 2020.03.05.")
+    assert any(
+        r.unit.dimension == "date" and r.low == 20200305 for q in dated.stated for r in q.readings
+    )
 
 
 def test_a_unit_glued_to_a_decimal_keeps_the_decimal() -> None:
