@@ -54,7 +54,14 @@ SETS = ("check_covid", "scifact", "fever_symmetric", "hard_cases", "fool_me_twic
 HELD_OUT = ("fool_me_twice", "wice")
 PRECISION_GOAL = 0.95
 FALSE_ALARM_GOAL = 0.02
-_DIGITS = re.compile(r"(\d[\d,.]*\d|\d)(?:\s?(thousand|million|billion|k|m|bn)\b)?", re.I)
+_DIGITS = re.compile(
+    r"(\d[\d,.]*\d|\d)(?:\s?(thousand|million|billion|k|m|bn)\b)?"
+    r"(?:\s?(%|(?:per\s?cent|percent|hours?|days?|weeks?|months?|years?|decades?)\b))?",
+    re.I,
+)
+_MONTHS = re.compile(
+    r"\b(January|February|March|April|May|June|July|August|September|October|November|December)\b"
+)
 _PLAIN_SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9}
 _NUMBER_WORDS = re.compile(
     r"\b(?:two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
@@ -128,29 +135,52 @@ def has_quantity(record: dict[str, object]) -> bool:
     return bool(re.search(r"[\d%]", text) or _NUMBER_WORDS.search(text))
 
 
-def _values(text: str) -> list[float]:
+def _values(text: str) -> list[tuple[tuple[float, ...], str]]:
     """A deliberately plain reading, independent of the checker's: English number words as
     digits (text2num), every run of digits with its separators dropped, and that value times
-    a thousand, million or billion when such a word follows."""
+    a thousand, million or billion when such a word follows (either value may be the one
+    meant); each with the word of time or share right after it, if any (`2 weeks`, `5%`)."""
     out = []
+    # Glue a scale word to its digits first: text2num would write `1.2 million` as `1.2 1000000`.
+    text = re.sub(r"(\d)\s+(thousand|million|billion)\b", r"\1\2", text, flags=re.I)
     for match in _DIGITS.finditer(alpha2digit(text, "en", threshold=0)):
         value = float(match.group(1).replace(",", "")) if match.group(1).count(".") < 2 else 0.0
-        out.append(value)
-        if match.group(2):
-            out.append(value * _PLAIN_SCALES[match.group(2).lower()])
+        scale = _PLAIN_SCALES[match.group(2).lower()] if match.group(2) else None
+        out.append(((value, value * scale) if scale else (value,), _unit_word(match.group(3))))
     return out
+
+
+def _unit_word(word: str | None) -> str:
+    if word is None:
+        return ""
+    word = word.lower().replace(" ", "")
+    return "%" if word in ("%", "percent") else word.rstrip("s")
 
 
 def numbers_stated(claim: str, evidence: str) -> bool:
     """Whether the evidence states each number of the claim, in any notation: every value of
     the claim (letter-then-digit tokens dropped) is a value of the evidence, or within 1% of
-    one when it is 10,000 or more or has decimals (rounded figures)."""
+    one when it is 10,000 or more or has decimals (rounded figures); where both say what the
+    value counts in time or share, the same (`2 weeks` is not stated by `2 months`); and each
+    month the claim names is named by the evidence too (`January 2000` is not `2000-2006`)."""
     words = " ".join(w for w in claim.split() if not re.search(r"[^\W\d_].*\d", w))
-    wanted, have = _values(words), _values(evidence)
-    return bool(wanted) and all(any(_close(w, h) for h in have) for w in wanted)
+    wanted = _values(words)
+    have = [(value, unit) for values, unit in _values(evidence) for value in values]
+    months = {m[:3] for m in _MONTHS.findall(words)}
+    named = all(re.search(rf"(?i)\b{month}", evidence) for month in months)
+    return (
+        named
+        and bool(wanted)
+        and all(
+            any(_close(w, unit, h, their) for w in values for h, their in have)
+            for values, unit in wanted
+        )
+    )
 
 
-def _close(wanted: float, have: float) -> bool:
+def _close(wanted: float, unit: str, have: float, their_unit: str) -> bool:
+    if unit and their_unit and unit != their_unit:
+        return False
     if wanted == int(wanted) and abs(wanted) < 10_000:
         return wanted == have
     return abs(wanted - have) <= 0.01 * abs(wanted)
