@@ -167,11 +167,14 @@ def supporting(sentence: Claim, sources: list[Source]) -> Passage | None:
     every quantity of the sentence stated, and no other quantity among the matched words."""
     if not wording.says_enough(sentence.words):
         return None
-    wanted = wording.markers(sentence.words)
+    wanted, roles = wording.markers(sentence.words), wording.roles(sentence.words)
+    extra = 0 if wording.ranks(sentence.words) else EXTRA_WORDS
     for src in sources:
         for passage in src.passages:
-            span = wording.matched_span(sentence.words, passage.words, EXTRA_WORDS)
+            span = wording.matched_span(sentence.words, passage.words, extra)
             if span is None or wording.markers(passage.words) != wanted:
+                continue
+            if wording.roles(passage.words, span) != roles:
                 continue
             # Its quantities are stated in the sentence of its words, not anywhere in the pair.
             start, end = passage.sentence_around(span)

@@ -76,6 +76,16 @@ NEGATIONS = words(
 """Words that deny: a denied statement's numbers need not be in its source (`X did not happen
 in 2014` is not refuted by a source that never names 2014)."""
 
+ROLE_WORDS = words("by from to than against into onto von durch par por da")
+"""Words that say who does what to whom: `A was bought by B` is not `A bought B`, although their
+content words are the same and in the same order."""
+
+SUPERLATIVES = words("best worst most least first last top leading main")
+_SUPERLATIVE = re.compile(r"\w{2,}est$")
+"""A superlative or a rank (`the largest city`, `the first woman`): its class is exactly the
+words that follow, so a passage that puts a word among them (`the largest industrial city`)
+says something else."""
+
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _NOT = re.compile(r"(?i)^(\w+?)n['’]t$")
 
@@ -144,7 +154,9 @@ def says_enough(claim: list[Token]) -> bool:
 
 def matched_span(claim: list[Token], passage: list[Token], extra: int) -> tuple[int, int] | None:
     """The shortest stretch of the passage holding the claim's content words in order, with at
-    most `extra` other content words among them, as character offsets; None when there is none."""
+    most `extra` other content words among them, as character offsets; None when there is none.
+    Only a name may come between (`an English screenwriter`, `Michael Dwayne Vick`): a word in
+    lower case can change what the sentence says (`won the primary but lost the election`)."""
     wanted = [t.word for t in content(claim)]
     have = content(passage)
     best: tuple[int, int] | None = None
@@ -155,6 +167,8 @@ def matched_span(claim: list[Token], passage: list[Token], extra: int) -> tuple[
         while j < len(have) and k < len(wanted):
             if have[j].word == wanted[k]:
                 k += 1
+            elif not have[j].capital:
+                break
             j += 1
             if j - i - k > extra:
                 break
@@ -163,3 +177,18 @@ def matched_span(claim: list[Token], passage: list[Token], extra: int) -> tuple[
     if best is None:
         return None
     return have[best[0]].start, have[best[1] - 1].end
+
+
+def ranks(claim: list[Token]) -> bool:
+    """Whether the sentence says something is the most, first or last of a kind."""
+    return any(t.word in SUPERLATIVES or _SUPERLATIVE.search(t.word) for t in claim)
+
+
+def roles(words: list[Token], span: tuple[int, int] | None = None) -> set[str]:
+    """The role words among the content words of `words` (within `span`, when given)."""
+    inside = content(words)
+    if span is None and inside:
+        span = (inside[0].start, inside[-1].end)
+    if span is None:
+        return set()
+    return {t.word for t in words if t.word in ROLE_WORDS and span[0] <= t.start < span[1]}

@@ -324,6 +324,28 @@ WORDING = [
         "The startup won the pitch competition in Berlin.",
         "The startup almost won the pitch competition.",
     ),
+    # Only a name may come between the sentence's words.
+    (
+        "The company makes drones.",
+        "The company makes drones for farms.",
+        "The company makes parts for drones.",
+    ),
+    (
+        "She won the election.",
+        "In 2019 she won the election.",
+        "She won the primary but lost the election.",
+    ),
+    # Who did what to whom, and the exact class of a superlative.
+    (
+        "Acme was acquired by Globex.",
+        "Acme was acquired by Globex in 2019.",
+        "Acme acquired Globex.",
+    ),
+    (
+        "Glasgow is the largest city in Scotland.",
+        "Glasgow is the largest city in Scotland.",
+        "Glasgow is the largest industrial city in Scotland.",
+    ),
     # A measure is stated with its unit, in the sentence of the matched words.
     (
         "The fund is worth 16 million euros.",
