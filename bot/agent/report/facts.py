@@ -19,8 +19,6 @@ from bot.agent.report import quantities, wording
 from bot.agent.report.readings import PERCENT, PLAIN, Quantity, Reading, could_be, implies, point
 from bot.agent.report.spelled import SPELLED_LANGUAGES, prepare
 
-EXTRA_WORDS = 2
-"""Other content words a passage may have among the sentence's and still say the same thing."""
 _URL = re.compile(r"https?://\S+|<[^>\s]+>|\]\([^)]*\)")
 _CITATIONS = re.compile(r"\[\d+(?:\s*[-–,]\s*\d+)*\]")
 _MARKUP = re.compile(r"[*_`|#>]+")
@@ -163,15 +161,16 @@ def missing(sentence: Claim, sources: list[Source]) -> list[Quantity]:
 
 def supporting(sentence: Claim, sources: list[Source]) -> Passage | None:
     """A cited passage that says what the sentence says, word for word in all that matters:
-    its content words in order (see `wording`), the same negations, quantifiers and hedges,
-    every quantity of the sentence stated, and no other quantity among the matched words."""
+    its content words in order with none between and the same role words among them (see
+    `wording`), the same negations, quantifiers, hedges, contrast and falsity words, every
+    quantity of the sentence stated as a measure of its kind in the sentence of those words,
+    and no other quantity among them."""
     if not wording.says_enough(sentence.words):
         return None
     wanted, roles = wording.markers(sentence.words), wording.roles(sentence.words)
-    extra = 0 if wording.ranks(sentence.words) else EXTRA_WORDS
     for src in sources:
         for passage in src.passages:
-            span = wording.matched_span(sentence.words, passage.words, extra)
+            span = wording.matched_span(sentence.words, passage.words)
             if span is None or wording.markers(passage.words) != wanted:
                 continue
             if wording.roles(passage.words, span) != roles:

@@ -1,10 +1,13 @@
 """Whether a source passage says what a sentence says, word for word in all that matters.
 
-The sentence's content words must appear in the passage in the same order, close together
-(a few extra words at most), and the words that turn a statement around must agree both
-ways: negations (`not`, `never`, `no`), quantifiers (`all`, `some`, `only`, `most`) and
-hedges (`may`, `suggests`, `planned`, `former`). Names alone never match a sentence: it needs
-a word that is not a name. Function words and light plural endings are ignored.
+The sentence's content words must appear in the passage in the same order with no other
+content word among them; the words that say who does what to whom (`by`, `from`, `than`) must
+be the same among them; and the words that turn a statement around must agree both ways:
+negations (`not`, `never`, `no`), quantifiers (`all`, `some`, `only`, `most`), hedges (`may`,
+`suggests`, `planned`, `former`), contrast (`unlike`, `different`, `instead`), falsity
+(`debunked`, `wrongly`) and near misses (`almost`, `nominated`). Names alone never match a
+sentence: it needs a word that is not a name. Other function words and light plural endings
+are ignored.
 """
 
 from __future__ import annotations
@@ -80,12 +83,6 @@ ROLE_WORDS = words("by from to than against into onto von durch par por da")
 """Words that say who does what to whom: `A was bought by B` is not `A bought B`, although their
 content words are the same and in the same order."""
 
-SUPERLATIVES = words("best worst most least first last top leading main")
-_SUPERLATIVE = re.compile(r"\w{2,}est$")
-"""A superlative or a rank (`the largest city`, `the first woman`): its class is exactly the
-words that follow, so a passage that puts a word among them (`the largest industrial city`)
-says something else."""
-
 _TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _NOT = re.compile(r"(?i)^(\w+?)n['’]t$")
 
@@ -152,36 +149,17 @@ def says_enough(claim: list[Token]) -> bool:
     return len(words) >= 2 and any(not t.capital for t in words)
 
 
-def matched_span(claim: list[Token], passage: list[Token], extra: int) -> tuple[int, int] | None:
-    """The shortest stretch of the passage holding the claim's content words in order, with at
-    most `extra` other content words among them, as character offsets; None when there is none.
-    Only a name may come between (`an English screenwriter`, `Michael Dwayne Vick`): a word in
-    lower case can change what the sentence says (`won the primary but lost the election`)."""
+def matched_span(claim: list[Token], passage: list[Token]) -> tuple[int, int] | None:
+    """The first stretch of the passage holding the claim's content words in order with no
+    other content word among them, as character offsets; None when there is none. Any word
+    between can change what the sentence says (`won the primary but lost the election`,
+    `makes parts for drones`, `the largest industrial city`)."""
     wanted = [t.word for t in content(claim)]
     have = content(passage)
-    best: tuple[int, int] | None = None
-    for i, token in enumerate(have):
-        if token.word != wanted[0]:
-            continue
-        j, k = i, 0
-        while j < len(have) and k < len(wanted):
-            if have[j].word == wanted[k]:
-                k += 1
-            elif not have[j].capital:
-                break
-            j += 1
-            if j - i - k > extra:
-                break
-        if k == len(wanted) and (best is None or j - i < best[1] - best[0]):
-            best = (i, j)
-    if best is None:
-        return None
-    return have[best[0]].start, have[best[1] - 1].end
-
-
-def ranks(claim: list[Token]) -> bool:
-    """Whether the sentence says something is the most, first or last of a kind."""
-    return any(t.word in SUPERLATIVES or _SUPERLATIVE.search(t.word) for t in claim)
+    for i in range(len(have) - len(wanted) + 1):
+        if all(have[i + k].word == word for k, word in enumerate(wanted)):
+            return have[i].start, have[i + len(wanted) - 1].end
+    return None
 
 
 def roles(words: list[Token], span: tuple[int, int] | None = None) -> set[str]:

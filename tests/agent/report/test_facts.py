@@ -290,7 +290,7 @@ WORDING = [
     ),
     (
         "Steven Knight is a screenwriter.",
-        "Steven Knight is an English screenwriter.",
+        "Steven Knight is a screenwriter and director.",
         "Steven Knight is a singer.",
     ),
     (
