@@ -25,6 +25,7 @@ function read from git); without git it is skipped. Exit 1 when an "after" goal 
 
     python -m bench.claims [--sets check_covid,scifact] [--no-before]
     python -m bench.claims --fool-me-twice CHECKOUT   # also the whole held-out Fool Me Twice pool
+    python -m bench.claims --covidfact CHECKOUT --climate-fever CHECKOUT   # development pools
 """
 
 from __future__ import annotations
@@ -138,8 +139,8 @@ def has_quantity(record: dict[str, object]) -> bool:
 def _values(text: str) -> list[tuple[tuple[float, ...], str]]:
     """A deliberately plain reading, independent of the checker's: English number words as
     digits (text2num), every run of digits with its separators dropped, and that value times
-    a thousand, million or billion when such a word follows (either value may be the one
-    meant); each with the word of time or share right after it, if any (`2 weeks`, `5%`)."""
+    a thousand, million or billion when such a word follows (both values, as the old reader
+    had them); each with the word of time or share right after it, if any (`2 weeks`, `5%`)."""
     out = []
     # Glue a scale word to its digits first: text2num would write `1.2 million` as `1.2 1000000`.
     text = re.sub(r"(\d)\s+(thousand|million|billion)\b", r"\1\2", text, flags=re.I)
@@ -148,6 +149,11 @@ def _values(text: str) -> list[tuple[tuple[float, ...], str]]:
         scale = _PLAIN_SCALES[match.group(2).lower()] if match.group(2) else None
         out.append(((value, value * scale) if scale else (value,), _unit_word(match.group(3))))
     return out
+
+
+def _scaled(text: str) -> list[tuple[float, str]]:
+    """Each value of `text` as it is meant: `1.2 million` is 1,200,000, never 1.2."""
+    return [(values[-1], unit) for values, unit in _values(text)]
 
 
 def _unit_word(word: str | None) -> str:
@@ -164,17 +170,14 @@ def numbers_stated(claim: str, evidence: str) -> bool:
     value counts in time or share, the same (`2 weeks` is not stated by `2 months`); and each
     month the claim names is named by the evidence too (`January 2000` is not `2000-2006`)."""
     words = " ".join(w for w in claim.split() if not re.search(r"[^\W\d_].*\d", w))
-    wanted = _values(words)
+    wanted = _scaled(words)
     have = [(value, unit) for values, unit in _values(evidence) for value in values]
     months = {m[:3] for m in _MONTHS.findall(words)}
     named = all(re.search(rf"(?i)\b{month}", evidence) for month in months)
     return (
         named
         and bool(wanted)
-        and all(
-            any(_close(w, unit, h, their) for w in values for h, their in have)
-            for values, unit in wanted
-        )
+        and all(any(_close(w, unit, h, their) for h, their in have) for w, unit in wanted)
     )
 
 
@@ -225,6 +228,54 @@ def fool_me_twice_pool(folder: Path) -> list[Pair]:
             }
             pairs.append(_pair(record))
     return pairs
+
+
+def covidfact_pool(folder: Path) -> list[Pair]:
+    """Every pair of COVIDFact (`COVIDFACT_dataset.jsonl` of a checkout of asaakyan/covidfact
+    at the commit SOURCES.md names): its REFUTED claims are its SUPPORTED ones with a word or
+    a number swapped, the same trap as Fool Me Twice's, so it tests *supported* in development."""
+    lines = (folder / "COVIDFACT_dataset.jsonl").read_text(encoding="utf-8").splitlines()
+    return [
+        _pair(
+            {
+                "id": f"covidfact-{i}",
+                "dataset": "covidfact",
+                "claim": raw["claim"],
+                "evidence": " ".join(raw["evidence"]),
+                "label": raw["label"],
+            }
+        )
+        for i, raw in enumerate(map(json.loads, lines))
+    ]
+
+
+def climate_fever_pool(folder: Path) -> list[Pair]:
+    """Every (claim, evidence sentence) of Climate-FEVER (`dataset/climate-fever.jsonl` of a
+    checkout of tdiggelm/climate-fever-dataset), labelled by the sentence's own label: claims
+    from the news and the web, against Wikipedia sentences that often share their numbers."""
+    labels = {"SUPPORTS": "SUPPORTED", "REFUTES": "REFUTED", "NOT_ENOUGH_INFO": "NOT ENOUGH INFO"}
+    lines = (folder / "dataset" / "climate-fever.jsonl").read_text(encoding="utf-8").splitlines()
+    return [
+        _pair(
+            {
+                "id": f"climate-fever-{evidence['evidence_id']}",
+                "dataset": "climate_fever",
+                "claim": raw["claim"],
+                "evidence": evidence["evidence"],
+                "label": labels[evidence["evidence_label"]],
+            }
+        )
+        for raw in map(json.loads, lines)
+        for evidence in raw["evidences"]
+    ]
+
+
+POOLS = {
+    "fool_me_twice": fool_me_twice_pool,
+    "covidfact": covidfact_pool,
+    "climate_fever": climate_fever_pool,
+}
+"""Whole data sets read from a checkout of their repository, not vendored (`--NAME CHECKOUT`)."""
 
 
 def _verdict(claim: Claim | None) -> str:
@@ -307,12 +358,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", default=",".join(SETS), help="comma-separated data sets")
     parser.add_argument("--no-before", action="store_true", help="skip the code as it was")
-    parser.add_argument(
-        "--fool-me-twice",
-        type=Path,
-        metavar="CHECKOUT",
-        help="also the whole Fool Me Twice pool, from a checkout of its repository",
-    )
+    for name in POOLS:
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=Path,
+            metavar="CHECKOUT",
+            help=f"also the whole {name} pool, from a checkout of its repository",
+        )
     args = parser.parse_args(argv)
     old = None if args.no_before else before()
     print(
@@ -323,11 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     missed: list[str] = []
     started = time.perf_counter()
     sets = [(name, load(name)) for name in args.sets.split(",")]
-    if args.fool_me_twice is not None:
-        sets.append(("fool_me_twice", fool_me_twice_pool(args.fool_me_twice)))
+    samples = len(sets)
+    sets += [(name, read(folder)) for name, read in POOLS.items() if (folder := vars(args)[name])]
     for n, (name, pairs) in enumerate(sets):
         label = f"{name} (held out)" if name in HELD_OUT else name
-        label += ", whole pool" if n == len(args.sets.split(",")) else ""
+        label += ", whole pool" if n >= samples else ""
         now = measure(pairs, after)
         then = measure(pairs, old) if old is not None else None
         for i, subset in enumerate(("all", "with a quantity")):
