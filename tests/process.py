@@ -232,9 +232,20 @@ async def wait_for_line(stream: asyncio.StreamReader, text: str) -> None:
             return
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], *, within_s: float = 10.0) -> None:
+async def eventually(
+    check: Callable[[], Awaitable[bool]],
+    *,
+    within_s: float = 10.0,
+    every_s: float = 0.01,
+    seen: Callable[[], object] | None = None,
+) -> None:
     """Wait until a check holds: a condition polled, for state with no change feed to wait on
-    (another process's database), never an assumption about how long something takes."""
-    async with asyncio.timeout(within_s):
-        while not await check():  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+    (another process's database), never an assumption about how long something takes. When it
+    does not hold in time, the failure says what `seen` last saw."""
+    try:
+        async with asyncio.timeout(within_s):
+            while not await check():  # noqa: ASYNC110
+                await asyncio.sleep(every_s)
+    except TimeoutError:
+        last = f"; last seen: {seen()!r}" if seen is not None else ""
+        raise AssertionError(f"the check did not hold within {within_s} s{last}") from None

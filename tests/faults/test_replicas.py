@@ -61,6 +61,24 @@ def _rows(pg_url: str, sql: str) -> list[tuple[Any, ...]]:
         return [tuple(row) for row in conn.execute(sql).fetchall()]  # type: ignore[arg-type]
 
 
+_LAST: list[object] = [None]
+
+
+async def _query(pg_url: str, sql: str) -> list[tuple[Any, ...]]:
+    """`_rows` off the test's event loop, which serves the fakes the replicas are talking to,
+    remembering the answer for a check's failure message (`_seen`)."""
+    _LAST[0] = rows = await asyncio.to_thread(_rows, pg_url, sql)
+    return rows
+
+
+def _seen() -> object:
+    return _LAST[0]
+
+
+POLL_S = 0.1
+"""How often a check asks the database: each asks on a new connection, a server process."""
+
+
 async def _report(body: dict[str, Any]) -> Any:
     return reply_text(REPORT)
 
@@ -86,10 +104,10 @@ async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run
         assert all(status == 200 for status, _ in answers)
 
         async def all_delivered() -> bool:
-            done = _rows(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
+            done = await _query(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
             return done == [(runs,)]
 
-        await eventually(all_delivered, within_s=60)
+        await eventually(all_delivered, within_s=60, every_s=POLL_S, seen=_seen)
 
     uploads = slack.calls_to("files.completeUploadExternal")
     assert len(uploads) == runs
@@ -131,9 +149,11 @@ async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
         await two[0].sender.command("Acme Robotics")
 
         async def running() -> bool:
-            return _rows(pg_url, "SELECT count(*) FROM runs WHERE status = 'running'") == [(1,)]
+            return await _query(pg_url, "SELECT count(*) FROM runs WHERE status = 'running'") == [
+                (1,)
+            ]
 
-        await eventually(running, within_s=30)
+        await eventually(running, within_s=30, every_s=POLL_S, seen=_seen)
         # Pressed once the search's results are in (the second turn waits on the model): a
         # press before any evidence only says that there is nothing to write up yet.
         await anthropic_api.wait_for_requests(2)
@@ -144,10 +164,12 @@ async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
         assert status == 200
 
         async def ended() -> bool:
-            rows = _rows(pg_url, f"SELECT termination_reason FROM runs WHERE run_id = '{run_id}'")
+            rows = await _query(
+                pg_url, f"SELECT termination_reason FROM runs WHERE run_id = '{run_id}'"
+            )
             return rows == [("forced_synthesized",)]
 
-        await eventually(ended, within_s=10)
+        await eventually(ended, within_s=10, every_s=POLL_S, seen=_seen)
         release.set()
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
 
@@ -169,10 +191,10 @@ async def test_a_replica_killed_mid_run_loses_nothing(
         await two[0].sender.command("Acme Robotics")
 
         async def evidence() -> bool:
-            kinds = _rows(pg_url, "SELECT kind FROM events")
+            kinds = await _query(pg_url, "SELECT kind FROM events")
             return ("tool_finished",) in kinds
 
-        await eventually(evidence, within_s=30)
+        await eventually(evidence, within_s=30, every_s=POLL_S, seen=_seen)
         [(run_id, owner)] = _rows(pg_url, "SELECT run_id, owner FROM runs")
         pids = [replica.process.pid for replica in two]
         dead = two[pids.index(int(owner.split(":")[1]))]
@@ -181,10 +203,12 @@ async def test_a_replica_killed_mid_run_loses_nothing(
         await dead.process.wait()
 
         async def delivered() -> bool:
-            rows = _rows(pg_url, f"SELECT status, delivered_at FROM runs WHERE run_id = '{run_id}'")
+            rows = await _query(
+                pg_url, f"SELECT status, delivered_at FROM runs WHERE run_id = '{run_id}'"
+            )
             return rows[0][0] == "done" and rows[0][1] is not None
 
-        await eventually(delivered, within_s=30)
+        await eventually(delivered, within_s=30, every_s=POLL_S, seen=_seen)
 
     [(status, reason)] = _rows(pg_url, "SELECT status, termination_reason FROM runs")
     assert (status, reason) == ("done", "interrupted_synthesized")
@@ -216,10 +240,10 @@ async def test_a_replica_killed_after_the_upload_leaves_the_other_only_the_last_
         await slack.wait_for("chat.update", where=lambda call: final_edit(call.args))
 
         async def delivered_once() -> bool:
-            rows = _rows(pg_url, f"SELECT delivered_at FROM runs WHERE run_id = '{run_id}'")
+            rows = await _query(pg_url, f"SELECT delivered_at FROM runs WHERE run_id = '{run_id}'")
             return rows[0][0] is not None
 
-        await eventually(delivered_once, within_s=30)
+        await eventually(delivered_once, within_s=30, every_s=POLL_S, seen=_seen)
 
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
     summaries = [c for c in slack.calls_to("chat.postMessage") if "Builds robots" in str(c.args)]
@@ -272,29 +296,29 @@ async def test_a_replica_started_during_a_burst_takes_its_share_of_the_queue(
         assert all(status == 200 for status, _ in answers)
 
         async def two_run_and_the_rest_wait() -> bool:
-            counts = _rows(
+            counts = await _query(
                 pg_url,
                 "SELECT status, owner IS NULL, count(*) FROM runs GROUP BY status, owner IS NULL",
             )
             return sorted(counts) == [("queued", True, runs - 2), ("running", False, 2)]
 
-        await eventually(two_run_and_the_rest_wait, within_s=30)
+        await eventually(two_run_and_the_rest_wait, within_s=30, every_s=POLL_S, seen=_seen)
         await anthropic_api.wait_for_requests(2)
         [late] = await running.start()
 
         async def the_late_one_runs_one() -> bool:
-            owners = _rows(pg_url, "SELECT owner FROM runs WHERE status = 'running'")
+            owners = await _query(pg_url, "SELECT owner FROM runs WHERE status = 'running'")
             return any(int(owner.split(":")[1]) == late.process.pid for (owner,) in owners)
 
-        await eventually(the_late_one_runs_one, within_s=30)
+        await eventually(the_late_one_runs_one, within_s=30, every_s=POLL_S, seen=_seen)
         await anthropic_api.wait_for_requests(3)  # its run reached the model, as the others did
         release.set()
 
         async def all_delivered() -> bool:
-            done = _rows(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
+            done = await _query(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
             return done == [(runs,)]
 
-        await eventually(all_delivered, within_s=60)
+        await eventually(all_delivered, within_s=60, every_s=POLL_S, seen=_seen)
         assert all(replica.process.returncode is None for replica in running)
 
     _delivered_once_each(slack, pg_url, runs)
@@ -347,10 +371,10 @@ async def test_the_database_restarted_under_load_loses_no_run(
         release.set()
 
         async def all_delivered() -> bool:
-            done = _rows(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
+            done = await _query(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
             return done == [(runs + 2,)]
 
-        await eventually(all_delivered, within_s=60)
+        await eventually(all_delivered, within_s=60, every_s=POLL_S, seen=_seen)
         assert all(replica.process.returncode is None for replica in two)
 
     _delivered_once_each(slack, pg_url, runs + 2)
