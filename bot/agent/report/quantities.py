@@ -79,7 +79,7 @@ _QUALIFIERS = [
 _BOUND_AFTER = re.compile(
     r"^\s*(?:or|and|oder|und|ou|et|o|y)\s+(?:(more|above|over|greater|higher|longer|older|later|"
     r"upwards?|up|mehr|plus|más)|(less|fewer|below|under|lower|younger|earlier|weniger|moins|"
-    r"menos))\b",
+    r"menos))\b(?!\s+(?:than|to|als|que)\b)",
     re.I,
 )
 """A bound said after the number: `250 or more` is at least 250, `18 or younger` at most 18."""

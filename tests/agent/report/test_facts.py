@@ -400,6 +400,13 @@ def test_an_identifier_is_not_a_quantity(sentence: str) -> None:
     assert facts.claim(sentence).quantities == []
 
 
+def test_a_bound_said_after_a_number_is_read_but_not_one_that_starts_a_comparison() -> None:
+    (crowd,) = facts.claim("Gatherings of 250 or more people are banned.").quantities
+    assert [(r.low, r.high) for r in crowd.readings] == [(250, float("inf"))]
+    first, _ = facts.claim("Fees rose from 5 and up to 10 euros.").quantities
+    assert all(r.high < 6 for r in first.readings), first
+
+
 def test_a_date_inside_a_longer_code_is_not_read() -> None:
     doi = facts.source("Posted as doi:10.1101/2020.03.05.20031773 on 9 March 2020.")
     assert not any(
