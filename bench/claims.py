@@ -194,6 +194,12 @@ def load(name: str) -> list[Pair]:
     return [_pair(json.loads(line)) for line in lines]
 
 
+def _pool_pair(dataset: str, id: str, claim: str, evidence: str, label: str) -> Pair:
+    """A pair read from a whole data set's checkout, as `load` reads a vendored one."""
+    record = {"id": id, "dataset": dataset, "claim": claim, "evidence": evidence, "label": label}
+    return _pair(record)
+
+
 def _pair(record: dict[str, Any]) -> Pair:
     claim, evidence = record["claim"], record["evidence"]
     hard = record["dataset"] == "hard_cases"
@@ -219,14 +225,8 @@ def fool_me_twice_pool(folder: Path) -> list[Pair]:
             if (claim, evidence) in seen or len(evidence) > 2000 or raw["label"] not in labels:
                 continue
             seen.add((claim, evidence))
-            record = {
-                "id": f"fm2-{split}-{raw['id']}",
-                "dataset": "fool_me_twice",
-                "claim": claim,
-                "evidence": evidence,
-                "label": labels[raw["label"]],
-            }
-            pairs.append(_pair(record))
+            fm2_id, label = f"fm2-{split}-{raw['id']}", labels[raw["label"]]
+            pairs.append(_pool_pair("fool_me_twice", fm2_id, claim, evidence, label))
     return pairs
 
 
@@ -236,14 +236,8 @@ def covidfact_pool(folder: Path) -> list[Pair]:
     a number swapped, the same trap as Fool Me Twice's, so it tests *supported* in development."""
     lines = (folder / "COVIDFACT_dataset.jsonl").read_text(encoding="utf-8").splitlines()
     return [
-        _pair(
-            {
-                "id": f"covidfact-{i}",
-                "dataset": "covidfact",
-                "claim": raw["claim"],
-                "evidence": " ".join(raw["evidence"]),
-                "label": raw["label"],
-            }
+        _pool_pair(
+            "covidfact", f"covidfact-{i}", raw["claim"], " ".join(raw["evidence"]), raw["label"]
         )
         for i, raw in enumerate(map(json.loads, lines))
     ]
@@ -256,14 +250,12 @@ def climate_fever_pool(folder: Path) -> list[Pair]:
     labels = {"SUPPORTS": "SUPPORTED", "REFUTES": "REFUTED", "NOT_ENOUGH_INFO": "NOT ENOUGH INFO"}
     lines = (folder / "dataset" / "climate-fever.jsonl").read_text(encoding="utf-8").splitlines()
     return [
-        _pair(
-            {
-                "id": f"climate-fever-{evidence['evidence_id']}",
-                "dataset": "climate_fever",
-                "claim": raw["claim"],
-                "evidence": evidence["evidence"],
-                "label": labels[evidence["evidence_label"]],
-            }
+        _pool_pair(
+            "climate_fever",
+            f"climate-fever-{evidence['evidence_id']}",
+            raw["claim"],
+            evidence["evidence"],
+            labels[evidence["evidence_label"]],
         )
         for raw in map(json.loads, lines)
         for evidence in raw["evidences"]

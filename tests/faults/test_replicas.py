@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,11 @@ POLL_S = 0.1
 """How often a check asks the database: each asks on a new connection, a server process."""
 
 
+async def _until(check: Callable[[], Awaitable[bool]], *, within_s: float) -> None:
+    """`eventually`, for a check that asks the database (`_query`)."""
+    await eventually(check, within_s=within_s, every_s=POLL_S, seen=_seen)
+
+
 async def _report(body: dict[str, Any]) -> Any:
     return reply_text(REPORT)
 
@@ -107,7 +112,7 @@ async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run
             done = await _query(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
             return done == [(runs,)]
 
-        await eventually(all_delivered, within_s=60, every_s=POLL_S, seen=_seen)
+        await _until(all_delivered, within_s=60)
 
     uploads = slack.calls_to("files.completeUploadExternal")
     assert len(uploads) == runs
@@ -153,7 +158,7 @@ async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
                 (1,)
             ]
 
-        await eventually(running, within_s=30, every_s=POLL_S, seen=_seen)
+        await _until(running, within_s=30)
         # Pressed once the search's results are in (the second turn waits on the model): a
         # press before any evidence only says that there is nothing to write up yet.
         await anthropic_api.wait_for_requests(2)
@@ -169,7 +174,7 @@ async def test_summarize_pressed_on_one_replica_reaches_the_run_on_another(
             )
             return rows == [("forced_synthesized",)]
 
-        await eventually(ended, within_s=10, every_s=POLL_S, seen=_seen)
+        await _until(ended, within_s=10)
         release.set()
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
 
@@ -194,7 +199,7 @@ async def test_a_replica_killed_mid_run_loses_nothing(
             kinds = await _query(pg_url, "SELECT kind FROM events")
             return ("tool_finished",) in kinds
 
-        await eventually(evidence, within_s=30, every_s=POLL_S, seen=_seen)
+        await _until(evidence, within_s=30)
         [(run_id, owner)] = _rows(pg_url, "SELECT run_id, owner FROM runs")
         pids = [replica.process.pid for replica in two]
         dead = two[pids.index(int(owner.split(":")[1]))]
@@ -208,7 +213,7 @@ async def test_a_replica_killed_mid_run_loses_nothing(
             )
             return rows[0][0] == "done" and rows[0][1] is not None
 
-        await eventually(delivered, within_s=30, every_s=POLL_S, seen=_seen)
+        await _until(delivered, within_s=30)
 
     [(status, reason)] = _rows(pg_url, "SELECT status, termination_reason FROM runs")
     assert (status, reason) == ("done", "interrupted_synthesized")
@@ -243,7 +248,7 @@ async def test_a_replica_killed_after_the_upload_leaves_the_other_only_the_last_
             rows = await _query(pg_url, f"SELECT delivered_at FROM runs WHERE run_id = '{run_id}'")
             return rows[0][0] is not None
 
-        await eventually(delivered_once, within_s=30, every_s=POLL_S, seen=_seen)
+        await _until(delivered_once, within_s=30)
 
     assert len(slack.calls_to("files.completeUploadExternal")) == 1
     summaries = [c for c in slack.calls_to("chat.postMessage") if "Builds robots" in str(c.args)]
@@ -302,7 +307,7 @@ async def test_a_replica_started_during_a_burst_takes_its_share_of_the_queue(
             )
             return sorted(counts) == [("queued", True, runs - 2), ("running", False, 2)]
 
-        await eventually(two_run_and_the_rest_wait, within_s=30, every_s=POLL_S, seen=_seen)
+        await _until(two_run_and_the_rest_wait, within_s=30)
         await anthropic_api.wait_for_requests(2)
         [late] = await running.start()
 
@@ -310,7 +315,7 @@ async def test_a_replica_started_during_a_burst_takes_its_share_of_the_queue(
             owners = await _query(pg_url, "SELECT owner FROM runs WHERE status = 'running'")
             return any(int(owner.split(":")[1]) == late.process.pid for (owner,) in owners)
 
-        await eventually(the_late_one_runs_one, within_s=30, every_s=POLL_S, seen=_seen)
+        await _until(the_late_one_runs_one, within_s=30)
         await anthropic_api.wait_for_requests(3)  # its run reached the model, as the others did
         release.set()
 
@@ -318,7 +323,7 @@ async def test_a_replica_started_during_a_burst_takes_its_share_of_the_queue(
             done = await _query(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
             return done == [(runs,)]
 
-        await eventually(all_delivered, within_s=60, every_s=POLL_S, seen=_seen)
+        await _until(all_delivered, within_s=60)
         assert all(replica.process.returncode is None for replica in running)
 
     _delivered_once_each(slack, pg_url, runs)
@@ -374,7 +379,7 @@ async def test_the_database_restarted_under_load_loses_no_run(
             done = await _query(pg_url, "SELECT count(*) FROM runs WHERE delivered_at IS NOT NULL")
             return done == [(runs + 2,)]
 
-        await eventually(all_delivered, within_s=60, every_s=POLL_S, seen=_seen)
+        await _until(all_delivered, within_s=60)
         assert all(replica.process.returncode is None for replica in two)
 
     _delivered_once_each(slack, pg_url, runs + 2)
