@@ -1,16 +1,21 @@
 """`research-bot serve`: every chat platform asked for, in one process, on one runs service.
 
 SIGTERM and SIGINT stop the platforms, then the runs service marks runs still going as
-interrupted; the next start finishes them from their stored evidence.
+interrupted; the next start finishes them from their stored evidence. A stop that is still
+going after `STOP_WITHIN_S` is abandoned: what it waited on is logged and the process exits,
+before the deploy's grace period (30 s in docker-compose.yml and fly.toml) ends it blind. Its
+runs are then left to their leases, which another replica or the next start takes over.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
+import os
 import signal
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -25,6 +30,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 PLATFORMS = ("slack", "discord")
+STOP_WITHIN_S = 25.0
+"""Longer than a stop needs (a report on its way gets 10 s to land), shorter than the deploy's
+grace period."""
 
 
 def platforms_to_serve(settings: Settings, asked: str) -> list[str]:
@@ -84,6 +92,7 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
         stopping = asyncio.create_task(stop.wait())
         log.info("serving %s", ", ".join(names))
         await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+        abandon_stop_after(STOP_WITHIN_S)  # covers closing the services too
         # Runs first, while the platforms can still deliver a report that is on its way.
         await services.runs.shutdown()
         for task in [*tasks, stopping]:
@@ -91,6 +100,25 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def abandon_stop_after(
+    seconds: float, exit: Callable[[int], object] = os._exit
+) -> asyncio.TimerHandle:
+    """Unless the loop is done by then: log each task still pending, where it waits, and exit
+    with status 1 without waiting on anything more."""
+
+    def abandon() -> None:
+        stacks = io.StringIO()
+        for task in asyncio.all_tasks():
+            task.print_stack(limit=8, file=stacks)
+        log.error(
+            "the stop took over %g s; abandoned while waiting on:\n%s", seconds, stacks.getvalue()
+        )
+        logging.shutdown()
+        exit(1)
+
+    return asyncio.get_running_loop().call_later(seconds, abandon)
 
 
 def serve(
