@@ -358,6 +358,19 @@ def main(argv: list[str] | None = None) -> int:
             help=f"also the whole {name} pool, from a checkout of its repository",
         )
     args = parser.parse_args(argv)
+    if unknown := set(args.sets.split(",")) - set(SETS):
+        parser.error(
+            f"--sets: no data set {', '.join(sorted(unknown))}; the sets are {', '.join(SETS)}"
+        )
+    sets = [(name, load(name)) for name in args.sets.split(",")]
+    samples = len(sets)
+    for name, read in POOLS.items():
+        if (folder := vars(args)[name]) is not None:
+            try:
+                sets.append((name, read(folder)))
+            except FileNotFoundError as missing:
+                flag = name.replace("_", "-")
+                parser.error(f"--{flag} {folder}: no {missing.filename}; give a checkout of it")
     old = None if args.no_before else before()
     print(
         "| data set | pairs | code | n | supported: gold agrees (goal ≥ 95%) | false alarms, "
@@ -366,9 +379,6 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     missed: list[str] = []
     started = time.perf_counter()
-    sets = [(name, load(name)) for name in args.sets.split(",")]
-    samples = len(sets)
-    sets += [(name, read(folder)) for name, read in POOLS.items() if (folder := vars(args)[name])]
     for n, (name, pairs) in enumerate(sets):
         label = f"{name} (held out)" if name in HELD_OUT else name
         label += ", whole pool" if n >= samples else ""

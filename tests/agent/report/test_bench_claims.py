@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.claims import numbers_stated
+from bench.claims import main, numbers_stated
 
 
 @pytest.mark.parametrize(
@@ -33,3 +33,19 @@ def test_a_number_in_another_notation_is_stated(claim: str, evidence: str) -> No
 )
 def test_a_number_of_another_kind_or_month_is_not_stated(claim: str, evidence: str) -> None:
     assert not numbers_stated(claim, evidence)
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--sets", "nosuch"], "no data set nosuch"),
+        (["--covidfact", "/nonexistent"], "COVIDFACT_dataset.jsonl; give a checkout of it"),
+    ],
+)
+def test_a_wrong_set_or_checkout_is_one_line_not_a_traceback(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--no-before", *argv])
+    assert stopped.value.code == 2
+    assert said in capsys.readouterr().err
