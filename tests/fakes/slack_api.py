@@ -69,6 +69,8 @@ class Call:
     error: str | None = None
     response: Json = field(default_factory=dict)
     at: float = field(default_factory=time.monotonic)
+    peer: tuple[str, int] | None = None
+    """The client's end of the connection the call came over."""
 
     @property
     def ok(self) -> bool:
@@ -467,7 +469,9 @@ class FakeSlack(_StreamMethods):
         if held is not None:
             held.arrived.set()
             await held.released.wait()
-        call = Call(method, args)
+        call = Call(
+            method, args, peer=request.transport and request.transport.get_extra_info("peername")
+        )
         token = request.headers.get("Authorization", "").removeprefix("Bearer ") or args.get(
             "token", ""
         )

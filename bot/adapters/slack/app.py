@@ -4,6 +4,7 @@ token) or HTTP at /slack/events, recovering interrupted runs once connected."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 
@@ -13,7 +14,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.slack.client import SlackBudget
+from bot.adapters.slack.client import SlackBudget, make_client, web_api_session
 from bot.adapters.slack.front import SlackFrontEnd
 from bot.agent import language
 from bot.config import Settings
@@ -45,37 +46,53 @@ async def serve_slack(
     """Serve until cancelled: Socket Mode with SLACK_APP_TOKEN, else HTTP on `port` at
     /slack/events. Recovers this front end's unfinished runs once connected, then sets
     `started`. `budget`: this replica's share of Slack's rate limits (all of them by default)."""
-    front = SlackFrontEnd(settings, runs, store, client=client, budget=budget)
-    await front.check_token()
-    # Loaded now, in a thread: loaded by the first request instead, it would hold every ack of
-    # the moment back (about 2 s on a busy machine).
-    await asyncio.to_thread(language.warm)
-    if settings.slack_app_token is not None:
-        handler = AsyncSocketModeHandler(front.app, settings.slack_app_token.get_secret_value())
-        await handler.connect_async()  # type: ignore[no-untyped-call]
-        log.info("slack: connected over Socket Mode")
-        try:
-            await _recover_and_wait(front, started)
-        finally:
-            await handler.close_async()  # type: ignore[no-untyped-call]
-    else:
-        runner = web.AppRunner(web_app(front.app), access_log=None)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, host, port).start()
-        except OSError as error:
-            await runner.cleanup()
-            if error.errno == errno.EADDRINUSE:
-                raise ConfigError(
-                    f"port {port} is already in use: stop the other process "
-                    "or choose another with --port"
-                ) from None
-            raise
-        log.info("slack: serving HTTP on %s:%d at /slack/events", host, port)
-        try:
-            await _recover_and_wait(front, started)
-        finally:
-            await runner.cleanup()
+    async with contextlib.AsyncExitStack() as closing:
+        if client is None:
+            session = await closing.enter_async_context(web_api_session())
+            client = make_client(settings, session=session)
+        front = SlackFrontEnd(settings, runs, store, client=client, budget=budget)
+        await front.check_token()
+        # Loaded now, in a thread: loaded by the first request instead, it would hold every ack
+        # of the moment back.
+        await asyncio.to_thread(language.warm)
+        if settings.slack_app_token is not None:
+            await _serve_socket_mode(front, settings.slack_app_token.get_secret_value(), started)
+        else:
+            await _serve_http(front, host, port, started)
+
+
+async def _serve_socket_mode(
+    front: SlackFrontEnd, token: str, started: asyncio.Event | None
+) -> None:
+    handler = AsyncSocketModeHandler(front.app, token)
+    await handler.connect_async()  # type: ignore[no-untyped-call]
+    log.info("slack: connected over Socket Mode")
+    try:
+        await _recover_and_wait(front, started)
+    finally:
+        await handler.close_async()  # type: ignore[no-untyped-call]
+
+
+async def _serve_http(
+    front: SlackFrontEnd, host: str, port: int, started: asyncio.Event | None
+) -> None:
+    runner = web.AppRunner(web_app(front.app), access_log=None)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as error:
+        await runner.cleanup()
+        if error.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} is already in use: stop the other process "
+                "or choose another with --port"
+            ) from None
+        raise
+    log.info("slack: serving HTTP on %s:%d at /slack/events", host, port)
+    try:
+        await _recover_and_wait(front, started)
+    finally:
+        await runner.cleanup()
 
 
 def web_app(app: AsyncApp) -> web.Application:

@@ -13,8 +13,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-
 from bot.agent.web.pdf import PDF_TYPE, pdf_text
 from bot.errors import ToolError
 
@@ -27,8 +25,10 @@ FAST_PATH_MIN_CHARS = 1_000
 text; shorter or messier pages get the full cascade (readability, then justext)."""
 
 
-class Page(BaseModel):
-    """What `read_page` gives the model: the main text of one page."""
+@dataclass(frozen=True, slots=True)
+class Page:
+    """What `read_page` gives the model: the main text of one page. A plain dataclass, not a
+    pydantic model: the workers import this module, and pydantic would be 10 MB more in each."""
 
     url: str
     """The final URL, after redirects."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import socket
 import subprocess
@@ -23,41 +22,12 @@ from multiprocessing.connection import Connection
 from types import TracebackType
 from typing import Any
 
-from bot.agent.web.extract import Body, Page, extract_page
+from bot.agent.web.extract import Body, Page
 from bot.errors import ToolError
 
 log = logging.getLogger(__name__)
 
-_WARM_PAGE = b"<html><body><p>warm up</p></body></html>"  # short: takes the justext path
-_CHILD = "from bot.agent.web.extract_pool import _child; _child()"
-
-
-def _child() -> None:
-    """A worker process's entry point: `python -c "...; _child()" FD`, FD its end of the pipe."""
-    _serve(Connection(int(sys.argv[1])))
-
-
-def _serve(conn: Connection) -> None:
-    """A worker's life: warm up, say so, then one page per message until told to stop."""
-    extract_page(Body("http://warm.up/", "warm.up", "text/html", None, _WARM_PAGE), 100)
-    gc.freeze()  # modules and stoplists live as long as the worker: the collector skips them
-    conn.send("ready")
-    while True:
-        try:
-            meta = conn.recv()
-        except (EOFError, KeyboardInterrupt):
-            return
-        if meta is None:
-            return
-        url, host, media_type, charset, max_chars = meta
-        data = conn.recv_bytes()
-        try:
-            page = extract_page(Body(url, host, media_type, charset, data), max_chars)
-            conn.send(("ok", page.title, page.text, page.truncated))
-        except ToolError as error:
-            conn.send(("refused", str(error)))
-        except Exception as error:  # hostile input can break a parser; the page fails, not the bot
-            conn.send(("failed", f"{error.__class__.__name__}: {error}"[:300]))
+_CHILD = "from bot.agent.web.extract_worker import main; main()"
 
 
 class _Crashed(Exception):
@@ -69,7 +39,7 @@ class _Worker:
 
     A plain `python -c`, not a multiprocessing spawn: spawn re-imports the parent's `__main__`
     in the child (the whole bot: anthropic, the store, the chat front ends), about 60 MB per
-    worker for nothing; this child imports this module and trafilatura only."""
+    worker for nothing; this child imports `extract_worker` and trafilatura only."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()

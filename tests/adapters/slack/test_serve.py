@@ -128,6 +128,25 @@ async def test_http_mode_serves_signed_commands_and_recovers_at_start(
     assert any(c.args["channel"] == "C3" and "Initech" in c.args["text"] for c in recovered)
 
 
+async def test_the_web_api_calls_of_a_run_share_kept_alive_connections(
+    slack: FakeSlack, store: Store
+) -> None:
+    engine = ScriptedEngine()
+    engine.release.set()  # runs finish once they have made their calls
+    runs = RunManager(store, engine)
+    port = _free_port()
+
+    async with _serving(slack_settings(slack), runs, store, port=port, host="127.0.0.1"):
+        sender = SlackSender(f"http://127.0.0.1:{port}/slack/events", SECRET)
+        assert await sender.command("Acme Robotics") == (200, "")
+        await slack.wait_for("files.completeUploadExternal")
+
+    calls = [c for c in slack.calls if c.method != "upload"]
+    assert len(calls) >= 6
+    # One connection per call (slack_sdk without a session) would make these equal.
+    assert len({c.peer for c in calls}) <= 2, [c.peer for c in calls]
+
+
 async def test_socket_mode_acks_over_the_websocket(slack: FakeSlack, store: Store) -> None:
     settings = slack_settings(slack, SLACK_APP_TOKEN=slack.app_token, SLACK_SIGNING_SECRET=None)
     runs = RunManager(store, ScriptedEngine())
