@@ -45,7 +45,7 @@ from bench.scale_world import serve_world
 from bot.compose import freeze_startup_heap, open_services
 from bot.config import Settings
 from bot.domain import Request, RunRecord
-from bot.memory import limit_malloc_arenas
+from bot.memory import tune_malloc
 from bot.runs.manager import Outcome
 from tests.conftest import FAST_MODEL, TEST_MODEL
 
@@ -234,7 +234,7 @@ def main() -> None:
     if args.hostile < 1:
         parser.error("--hostile must be at least 1: the hostile phase has goals of its own")
     logging.basicConfig(level=logging.CRITICAL)  # refused bombs are expected: keep it quiet
-    limit_malloc_arenas()  # as `research-bot` does first thing
+    tune_malloc()  # as `research-bot` does first thing
     postgres = None
     with fake_world() as urls:
         if args.postgres:

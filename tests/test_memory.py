@@ -1,4 +1,4 @@
-"""The malloc arena cap the command applies at start (its effect is measured in bench/scale.py)."""
+"""The malloc settings the command applies at start (their effect is measured in bench/)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import sys
 
 import pytest
 
-PROBE = "from bot.memory import limit_malloc_arenas; print(limit_malloc_arenas())"
+PROBE = "from bot.memory import tune_malloc; print(sorted(tune_malloc()))"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
-def test_the_cap_applies_on_glibc_unless_the_operator_chose() -> None:
+def test_each_setting_applies_on_glibc_unless_the_operator_chose_it() -> None:
     env = {"PATH": "/usr/bin:/bin"}
-    applied = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True)
-    chosen = subprocess.run(
-        [sys.executable, "-c", PROBE], env={**env, "MALLOC_ARENA_MAX": "4"}, capture_output=True
-    )
 
-    assert applied.stdout.decode().strip() == "True"
-    assert chosen.stdout.decode().strip() == "False"
+    def applied(**chosen: str) -> str:
+        probe = [sys.executable, "-c", PROBE]
+        return subprocess.run(probe, env=env | chosen, capture_output=True).stdout.decode().strip()
+
+    assert applied() == "['MALLOC_ARENA_MAX', 'MALLOC_MMAP_THRESHOLD_']"
+    assert applied(MALLOC_ARENA_MAX="4") == "['MALLOC_MMAP_THRESHOLD_']"
+    assert applied(MALLOC_MMAP_THRESHOLD_="65536") == "['MALLOC_ARENA_MAX']"

@@ -12,7 +12,7 @@ from typing import Any
 import typer
 
 from bot.cli import ask, db, history, reports, research, serve
-from bot.memory import limit_malloc_arenas
+from bot.memory import tune_malloc
 
 
 def _add(group: typer.Typer, command: Callable[..., Any], name: str | None = None) -> None:
@@ -43,5 +43,5 @@ app.add_typer(db.db_app, name="db")
 
 
 def main() -> None:
-    limit_malloc_arenas()
+    tune_malloc()
     app()

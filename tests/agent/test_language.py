@@ -60,8 +60,11 @@ def test_locales_normalise_to_a_primary_tag_we_write(tag: str | None, expected: 
         ("manutenzione stradale in Italia", "it"),
         ("manutenção de estradas no Brasil", "pt"),
         # A long topic is read whole (the detector cuts at 80 characters by default).
-        ("Acme Robotics GmbH, Siemens AG, Deutsche Bahn AG, Robert Bosch GmbH und ihre "
-         "Lieferanten in der Region", "de"),
+        (
+            "Acme Robotics GmbH, Siemens AG, Deutsche Bahn AG, Robert Bosch GmbH und ihre "
+            "Lieferanten in der Region",
+            "de",
+        ),
     ],
 )
 def test_a_clear_topic_gives_its_language(topic: str, expected: str) -> None:

@@ -8,13 +8,14 @@ import contextlib
 import errno
 import logging
 
+import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.slack.client import SlackBudget, make_client, web_api_session
+from bot.adapters.slack.client import SlackBudget, make_client
 from bot.adapters.slack.front import SlackFrontEnd
 from bot.agent import language
 from bot.config import Settings
@@ -23,6 +24,9 @@ from bot.runs.manager import RunManager
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
+
+WEB_API_TIMEOUT_S = 30
+"""A Web API call's whole time, retries apart (slack_sdk's own default)."""
 
 
 def build_slack_app(
@@ -49,7 +53,7 @@ async def serve_slack(
     async with contextlib.AsyncExitStack() as closing:
         if client is None:
             session = await closing.enter_async_context(web_api_session())
-            client = make_client(settings, session=session)
+            client = make_client(settings, session)
         front = SlackFrontEnd(settings, runs, store, client=client, budget=budget)
         await front.check_token()
         # Loaded now, in a thread: loaded by the first request instead, it would hold every ack
@@ -93,6 +97,13 @@ async def _serve_http(
         await _recover_and_wait(front, started)
     finally:
         await runner.cleanup()
+
+
+def web_api_session() -> aiohttp.ClientSession:
+    """One pool of kept-alive connections for every Web API call of the process. Without it
+    slack_sdk opens a connection for each call, about ten a run, each with its own TLS
+    handshake. Once it is closed, slack_sdk goes back to a connection per call."""
+    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WEB_API_TIMEOUT_S))
 
 
 def web_app(app: AsyncApp) -> web.Application:

@@ -4,7 +4,7 @@ limits, its errors as ours, and the posting and upload calls every Slack module 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -25,15 +25,12 @@ from bot.adapters.slack.render import (
     message_text,
 )
 from bot.config import Settings
-from bot.domain import RunRecord
 from bot.errors import ConfigError
 from bot.export import Exported
 
 log = logging.getLogger(__name__)
 
 SLACK_API_URL = "https://slack.com/api/"
-WEB_API_TIMEOUT_S = 30
-"""A Web API call's whole time, retries apart (slack_sdk's own default)."""
 RATE_LIMIT_RETRIES = 3
 UPDATES_PER_MINUTE = 40
 """`chat.update` is Tier 3 (about 50 a minute per workspace): a margin for other edits."""
@@ -70,9 +67,6 @@ UNAVAILABLE = frozenset(
 )
 """Slack's answers that say this app or workspace cannot use a method at all (streams, agent
 sessions): asking again would get the same."""
-
-Unreachable = Callable[[RunRecord, ChatError], Awaitable[None]]
-"""Told when the parent message cannot be posted (the bot is not in a private channel …)."""
 
 
 @contextmanager
@@ -122,17 +116,8 @@ def require_slack_settings(settings: Settings) -> None:
         )
 
 
-def web_api_session() -> aiohttp.ClientSession:
-    """One pool of kept-alive connections for every Web API call of the process. Without it
-    slack_sdk opens a connection for each call, about ten a run, each with its own TLS
-    handshake. Once it is closed, slack_sdk goes back to a connection per call."""
-    return aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WEB_API_TIMEOUT_S))
-
-
-def make_client(
-    settings: Settings, *, session: aiohttp.ClientSession | None = None
-) -> AsyncWebClient:
-    """The Web API client: honours 429 Retry-After (slack_sdk's own retry policy)."""
+def make_client(settings: Settings, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
+    """The Web API client, honouring 429 Retry-After; `session`: see `app.web_api_session`."""
     require_slack_settings(settings)
     assert settings.slack_bot_token is not None
     base_url = settings.slack_api_url or SLACK_API_URL
@@ -140,7 +125,6 @@ def make_client(
         token=settings.slack_bot_token.get_secret_value(),
         base_url=base_url if base_url.endswith("/") else base_url + "/",
         session=session,
-        timeout=WEB_API_TIMEOUT_S,
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(),
             AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),

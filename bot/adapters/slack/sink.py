@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -15,7 +16,6 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bot.adapters.chat.sink import ChatError, StatusView
 from bot.adapters.slack.client import (
     SlackBudget,
-    Unreachable,
     post_message,
     post_text,
     slack_errors,
@@ -31,6 +31,9 @@ from bot.domain import RunRecord
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
+
+Unreachable = Callable[[RunRecord, ChatError], Awaitable[None]]
+"""Told when the parent message cannot be posted (the bot is not in a private channel …)."""
 
 LAST_EDIT_PATIENCE_S = 600.0
 """How long a run's last status edit is tried again, after each 429's Retry-After, once the

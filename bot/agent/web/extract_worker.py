@@ -13,11 +13,13 @@ from multiprocessing.connection import Connection
 
 from bot.agent.web.extract import Body, extract_page
 from bot.errors import ToolError
+from bot.memory import tune_malloc
 
 WARM_PAGE = b"<html><body><p>warm up</p></body></html>"  # short: takes the justext path
 
 
 def main() -> None:
+    tune_malloc()  # as the bot does: a page's body and tree are given back once it is read
     serve(Connection(int(sys.argv[1])))
 
 
