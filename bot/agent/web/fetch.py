@@ -214,18 +214,25 @@ class PageFetcher:
         encoding = response.headers.get("content-encoding", "identity")
         inflater = _Inflater(encoding, self.limits.max_decoded_bytes, url, allowance)
         received = 0
-        # aiter_raw, not aiter_bytes: httpx would inflate without any bound.
-        async for chunk in response.aiter_raw():
-            received += len(chunk)
-            if received > cap:
-                raise too_big
-            if inflater.compressed:
-                # Inflating a bomb's chunk is milliseconds of CPU: a thread (zlib lets go of
-                # the GIL while it inflates), never the event loop.
-                await asyncio.to_thread(inflater.feed, chunk)
-            else:
-                inflater.feed(chunk)
-        inflater.flush()
+        try:
+            # aiter_raw, not aiter_bytes: httpx would inflate without any bound.
+            async for chunk in response.aiter_raw():
+                received += len(chunk)
+                if received > cap:
+                    raise too_big
+                if inflater.compressed:
+                    # Inflating a bomb's chunk is milliseconds of CPU: a thread (zlib lets go
+                    # of the GIL while it inflates), never the event loop.
+                    await asyncio.to_thread(inflater.feed, chunk)
+                else:
+                    inflater.feed(chunk)
+            inflater.flush()
+        except BaseException:
+            # Freed now, as its bytes go back to the budget: the exception's traceback holds
+            # this frame, and a traceback in a reference cycle lives until the collector's
+            # next full pass, megabytes of a refused body with it.
+            inflater.body = bytearray()
+            raise
         return inflater.body
 
 

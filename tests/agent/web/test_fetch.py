@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import socket
 import tracemalloc
@@ -439,6 +440,28 @@ async def test_bombs_at_once_never_hold_more_than_the_process_budget(web: FakeWe
     # Never past the process budget (what that means for RSS is measured in bench/scale.py).
     assert budget.peak_bytes <= 4 * MiB
     assert budget.held_bytes == 0 and budget.fetching == 0
+
+
+async def test_a_refused_body_is_freed_while_its_error_is_still_held(web: FakeWeb) -> None:
+    url = web.page("/bomb", gzip_bomb(), headers={"Content-Encoding": "gzip"})
+    limits = FetchLimits(deadline_s=10, max_decoded_bytes=2 * MiB)
+    async with PageFetcher(allow_hosts=[web.host_port], limits=limits) as fetcher:
+        gc.disable()  # what only the collector would free counts as held
+        tracemalloc.start()
+        try:
+            errors = await asyncio.gather(
+                *(fetcher.fetch(url) for _ in range(4)), return_exceptions=True
+            )
+            held, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            gc.enable()
+
+    # The errors (and their tracebacks, which hold the reading frames) are alive here.
+    assert all(isinstance(error, FetchRefused) for error in errors), errors
+    # Four refused bodies of 2 MiB each, kept by their errors, would be 8 MiB and more; what
+    # is left is each reader's last chunks and inflater state.
+    assert held < 2 * MiB
 
 
 async def test_fetches_beyond_the_limit_wait_for_a_slot(web: FakeWeb) -> None:
