@@ -12,5 +12,6 @@ untrusted text. Its wings:
 - `models/`: the model port, Anthropic and OpenAI-compatible ports, the provider chain;
 - `report/`: the report model, Markdown, citations, claim support, the finish guard.
 
-It imports only config, domain and errors from outside itself.
+It imports only config, domain and errors from outside itself (and memory, in its worker
+processes).
 """

@@ -55,6 +55,9 @@ def language_for(locale: str | None, topic: str) -> str:
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u024f]")
 _WORD = re.compile(r"[^\W\d_]+")
+MODEL: Final = "lite"
+"""fastText's compressed identification model (lid.176.ftz, 176 languages), in the package:
+about 4 MB loaded, never downloaded. The "full" and "auto" models download 126 MB."""
 MIN_PROBABILITY = 0.5
 """fastText spreads its scores over 176 languages, so a clear short phrase scores 0.55-0.99
 (`Яндекс` 0.57 Russian, `Quelle est la stratégie de Renault` 0.99 French) and a name alone
@@ -93,11 +96,6 @@ def _detected(text: str) -> str | None:
 def warm() -> None:
     """Load the detector's model now (blocking: call it in a thread), not on a first request."""
     _detector().detect("warm", model=MODEL)
-
-
-MODEL: Final = "lite"
-"""fastText's compressed identification model (lid.176.ftz, 176 languages), in the package:
-about 4 MB loaded, never downloaded. The "full" and "auto" models download 126 MB."""
 
 
 @cache

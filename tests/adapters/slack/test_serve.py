@@ -142,9 +142,10 @@ async def test_the_web_api_calls_of_a_run_share_kept_alive_connections(
         await slack.wait_for("files.completeUploadExternal")
 
     calls = [c for c in slack.calls if c.method != "upload"]
-    assert len(calls) >= 6
-    # One connection per call (slack_sdk without a session) would make these equal.
-    assert len({c.peer for c in calls}) <= 2, [c.peer for c in calls]
+    connections = {c.peer for c in calls}
+    # One connection per call (slack_sdk without a session) would make these equal; calls made
+    # at the same moment may each open one of their own.
+    assert len(calls) >= 6 and len(connections) <= len(calls) // 2, [c.peer for c in calls]
 
 
 async def test_socket_mode_acks_over_the_websocket(slack: FakeSlack, store: Store) -> None:
