@@ -229,7 +229,9 @@ async def test_a_judge_that_takes_too_long_leaves_its_claims_unchecked(
     text = f"# Acme\n\n## TL;DR\n- It makes picking robots [1].\n- {RAISED}"
     anthropic_api.script(*_read_then(web, text))
     anthropic_api.responder = _never  # the judge's call is never answered
-    quick = settings.model_copy(update={"max_turns": 3, "model_timeout_s": 0.3})
+    # Every model call has this timeout: long enough that a loaded machine answers the scripted
+    # research calls within it, short enough to keep the test quick.
+    quick = settings.model_copy(update={"max_turns": 3, "model_timeout_s": 2})
     async with open_services(quick) as services:
         recorder = await _research(services)
 
