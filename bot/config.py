@@ -212,9 +212,11 @@ class Settings(BaseSettings):
     )
     """Pages read at once by the whole process; more wait for a slot."""
     fetch_max_mib_in_flight: int = Field(
-        default=32, ge=1, le=4_096, alias="RESEARCH_BOT_FETCH_MAX_MIB_IN_FLIGHT"
+        default=20, ge=1, le=4_096, alias="RESEARCH_BOT_FETCH_MAX_MIB_IN_FLIGHT"
     )
-    """MiB of page bodies the whole process holds at once; a fetch past it is refused."""
+    """MiB of page bodies the whole process holds at once; a fetch past it is refused. 20 holds
+    two of the largest pages (10 MiB decoded) or four of the largest PDFs (5 MiB) at once, and
+    keeps 30 hostile runs within 250 MB (bench/serve.py; 32 peaked at 258-261 MB)."""
 
     @field_validator(
         *("anthropic_api_key", "openai_api_key", "openai_fast_model", "tavily_api_key"),
