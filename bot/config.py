@@ -201,8 +201,8 @@ class Settings(BaseSettings):
     """The research model's context window: past 75% of it, older tool results are compacted."""
 
     extract_workers: int = Field(default=1, ge=1, le=32, alias="RESEARCH_BOT_EXTRACT_WORKERS")
-    """Processes that turn pages into text (about 80 MB each), started at the first page read.
-    One reads about 250 pages a second (bench/scale.py); a second one costs another 80 MB."""
+    """Processes that turn pages into text (about 65 MB each), started at the first page read.
+    One reads about 250 pages a second (bench/scale.py); a second one costs another 65 MB."""
     extract_timeout_s: float = Field(
         default=10, gt=0, le=300, alias="RESEARCH_BOT_EXTRACT_TIMEOUT_S"
     )
@@ -214,9 +214,7 @@ class Settings(BaseSettings):
     fetch_max_mib_in_flight: int = Field(
         default=20, ge=1, le=4_096, alias="RESEARCH_BOT_FETCH_MAX_MIB_IN_FLIGHT"
     )
-    """MiB of page bodies the whole process holds at once; a fetch past it is refused. 20 holds
-    two of the largest pages (10 MiB decoded) or four of the largest PDFs (5 MiB) at once, and
-    keeps 30 hostile runs within 250 MB (bench/serve.py; 32 peaked at 258-261 MB)."""
+    """MiB of page bodies held at once (two of the largest pages); a fetch past it is refused."""
 
     @field_validator(
         *("anthropic_api_key", "openai_api_key", "openai_fast_model", "tavily_api_key"),
