@@ -17,7 +17,6 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack.client import SlackBudget, make_client
 from bot.adapters.slack.front import SlackFrontEnd
-from bot.agent import language
 from bot.config import Settings
 from bot.errors import ConfigError
 from bot.runs.manager import RunManager
@@ -56,9 +55,6 @@ async def serve_slack(
             client = make_client(settings, session)
         front = SlackFrontEnd(settings, runs, store, client=client, budget=budget)
         await front.check_token()
-        # Loaded now, in a thread: loaded by the first request instead, it would hold every ack
-        # of the moment back.
-        await asyncio.to_thread(language.warm)
         if settings.slack_app_token is not None:
             await _serve_socket_mode(front, settings.slack_app_token.get_secret_value(), started)
         else:
