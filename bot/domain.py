@@ -6,8 +6,9 @@ import re
 import unicodedata
 from datetime import datetime
 from enum import StrEnum
+from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from bot.errors import RequestError
 
@@ -56,6 +57,54 @@ class Origin(BaseModel):
     user_name: str = ""
 
 
+IDENTITY_FIELD_CHARS = 200
+"""Of each field of an identified company: it comes from a model reading search results."""
+
+
+def _clean_field(value: str) -> str:
+    return " ".join(strip_controls(value).split())[:IDENTITY_FIELD_CHARS]
+
+
+class Company(BaseModel):
+    """One company, told apart from its namesakes by what a registry or its website says."""
+
+    name: str = Field(min_length=1)
+    """The legal name where known (`Acme Robotics, Inc.`), else the name it trades under."""
+    website: str = ""
+    """Its website's domain (`acme-robotics.com`)."""
+    country: str = ""
+    """Where it is registered or headquartered."""
+    ticker: str = ""
+    """Exchange and ticker symbol, for a listed company (`NASDAQ: ACME`)."""
+    registry_id: str = ""
+    """A registry number where one was found (Companies House, SIREN, HRB …)."""
+    description: str = ""
+    """One line: what it does."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _field(cls, value: object) -> object:
+        # Model-written from web text: one line each, no controls, bounded.
+        return _clean_field(value) if isinstance(value, str) else value
+
+    def line(self) -> str:
+        """`Acme Robotics, Inc. (acme-robotics.com; United States; NASDAQ: ACME)`."""
+        facts = [f for f in (self.website, self.country, self.ticker, self.registry_id) if f]
+        return f"{self.name} ({'; '.join(facts)})" if facts else self.name
+
+
+class Identity(BaseModel):
+    """Which company a company run researches, settled before the research proper."""
+
+    company: Company
+    namesakes: list[Company] = Field(default_factory=list)
+    """Other companies the name also fits: what the research must leave out."""
+    settled_by: Literal["search", "person", "timeout", "alone", "earlier"] = "search"
+    """search: the name fitted one company; person: the asker chose among namesakes; timeout:
+    nobody chose in time, the most likely one was taken; alone: no one could be asked (a
+    terminal without a person); earlier: an earlier run of the workspace settled it."""
+
+
 class Request(BaseModel):
     """A validated research request."""
 
@@ -67,6 +116,8 @@ class Request(BaseModel):
     """The asker's language, a BCP 47 primary tag (`de`, `ja` …): the report is written in it."""
     parent_run_id: str | None = None
     """Set for a follow-up: the finished run it asks about (`topic` is then the question)."""
+    identity: Identity | None = None
+    """The company a company run is about, once settled (the research brief names it)."""
 
     @model_validator(mode="after")
     def _topic(self) -> Request:

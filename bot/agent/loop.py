@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
+from bot.agent.brief import Brief, Effort, for_stage
 from bot.agent.calls import Limits, model_call
 from bot.agent.compress import Compressor, compact_if_full
 from bot.agent.control import Control
@@ -87,6 +88,12 @@ class Researcher:
 
         return drain(work)
 
+    def _brief(self, request: Request) -> Brief:
+        limits = self._limits
+        return for_stage(
+            request.mode, request.identity, Effort(limits.max_turns, limits.deadline_s / 60)
+        )
+
     def _deadline(self) -> float:
         return time.monotonic() + self._limits.deadline_s
 
@@ -97,7 +104,7 @@ class Researcher:
             request,
             emit,
             self._deadline(),
-            system=system_prompt(request.mode),
+            system=system_prompt(self._brief(request)),
             task=task(request.mode, request.topic, request.language),
             run_id=run_id,
         )

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from bot.agent.brief import for_stage
 from bot.agent.control import Control
 from bot.agent.events import (
     Event,
@@ -112,7 +113,7 @@ class RunState:
             request=request,
             emit=emit,
             deadline=deadline,
-            system=system_prompt(request.mode),
+            system=system_prompt(for_stage(request.mode, request.identity)),
             task=task(request.mode, request.topic, request.language),
         )
         for event in history:

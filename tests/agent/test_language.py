@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from bot.agent.brief import for_stage
 from bot.agent.language import FRAMES, detect, language_for, normalise, stated
 from bot.agent.prompts import evidence_prompt, system_prompt, task
 from bot.agent.report.model import (
@@ -119,7 +120,7 @@ def test_the_task_names_the_language_and_its_tldr_heading() -> None:
         Mode.COMPANY, "Acme", "[1] a page", "interrupted", "fr"
     )
     # The system prompt stays the same in every language: it is the cached prefix.
-    assert "the language the task" in system_prompt(Mode.COMPANY)
+    assert "the language the task" in system_prompt(for_stage(Mode.COMPANY, None))
 
 
 def test_every_language_has_its_own_tldr_heading_the_parser_knows() -> None:
