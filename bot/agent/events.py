@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, TypeAdapter
 
 from bot.agent.deep.schema import Finding, SubQuestion
 from bot.agent.report.model import Report, Source
+from bot.domain import Company, Identity
 
 
 class Ending(StrEnum):
@@ -199,6 +200,25 @@ class FinishReviewed(_Event):
     feedback: str = ""
 
 
+class IdentityOffered(_Event):
+    """The name fits more than one company: the run waits for a person to choose one."""
+
+    kind: Literal["identity_offered"] = "identity_offered"
+    candidates: list[Company] = Field(min_length=2, max_length=5)
+    """Most likely first; a choice is an index into this list."""
+    timeout_s: float
+    """Unanswered this long, the run goes on with the first candidate."""
+
+
+class IdentitySettled(_Event):
+    """The company the run researches, settled before the research proper."""
+
+    kind: Literal["identity_settled"] = "identity_settled"
+    identity: Identity
+    note: str
+    """One line for people: which company, and how it was settled when nobody chose."""
+
+
 class PlanReady(_Event):
     """A deep run's plan: one researcher per sub-question."""
 
@@ -251,6 +271,8 @@ Event = Annotated[
     | ReportRevised
     | RunFinished
     | FinishReviewed
+    | IdentityOffered
+    | IdentitySettled
     | PlanReady
     | ResearcherStarted
     | FindingReady

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from bot.agent.control import Control
+from bot.agent.control import CHOOSE, Control, choice_action, parse_choice
 from bot.agent.events import (
     Ending,
     Event,
@@ -124,6 +124,20 @@ class RunManager(Takeover):
             listener = self._shared.release(run_id) or self._shared.listener_for(record)
             if listener is not None and await self._claim(record):
                 self.start_claimed(record.model_copy(update={"control": action}), listener)
+        return record
+
+    async def choose(self, run_id: str, choice: int | None) -> RunRecord | None:
+        """A person's choice of company (a candidate's index; None: "none of these") for a run
+        that waits for one, wherever it runs: the run, or None when it is not waiting."""
+        active = self._active.get(run_id)
+        if active is not None:
+            waiting = active.control.awaiting_choice and active.control.choose(choice)
+            return active.record if waiting else None
+        if self._shared is None:
+            return None
+        record = await self._store.request_choice(run_id, choice_action(choice))
+        if record is not None:
+            await self._shared.signal_control(run_id)
         return record
 
     def replicas_alive(self) -> int:
@@ -297,7 +311,12 @@ class RunManager(Takeover):
 
 
 def _apply(active: ActiveRun, action: str) -> None:
-    if action == "cancel":
+    if action.startswith(CHOOSE):
+        try:
+            active.control.choose(parse_choice(action))
+        except ValueError:  # not ours: the column holds only what `choice_action` wrote
+            log.warning("run %s: a choice that is no choice: %r", active.record.run_id, action)
+    elif action == "cancel":
         active.control.cancel()
     else:
         active.control.summarize()

@@ -32,6 +32,7 @@ from bot.errors import NotFoundError
 from bot.store.connection import Database, open_database
 from bot.store.followups import FollowUpQueries, add_version
 from bot.store.history import HistoryQueries
+from bot.store.identities import IdentityQueries
 from bot.store.rows import (
     DEDUPE_TTL,
     ORIGIN_COLUMNS,
@@ -47,7 +48,7 @@ from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
 from bot.store.shared import SharedQueries
 
 
-class Store(HistoryQueries, FollowUpQueries, SharedQueries):
+class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
     """The runs database: reads, and short write transactions each run whole."""
 
     def __init__(self, db: Database, clock: Clock) -> None:

@@ -78,12 +78,15 @@ RUNS = Table(
     Column("created_seq", Integer, nullable=False, server_default=text("0")),
     Column("control", Text),
     Column("report_posted_at", Text),
+    Column("identity", Text),
+    Column("identity_key", Text),
     Index("runs_history", "platform", "workspace", text("created_at DESC")),
     Index("runs_status", "status"),
     Index("runs_undelivered", "delivered_at", "status"),
     Index("runs_parent", "parent_run_id", "created_at"),
     Index("runs_thread", "platform", "workspace", "thread"),
     Index("runs_queue", "status", "created_at", "created_seq"),
+    Index("runs_identity", "platform", "workspace", "identity_key"),
 )
 EVENTS = Table(
     "events",
@@ -183,7 +186,15 @@ def _report_posted(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE runs ADD COLUMN report_posted_at TEXT"))
 
 
-STEPS: tuple[Step, ...] = (_runs_in_creation_order, _replicas, _report_posted)
+def _identities(conn: Connection) -> None:
+    """10: the company a run researches (its `Identity` as JSON), settled before its research,
+    and the key a later run of the same name in the same workspace finds it by."""
+    conn.execute(text("ALTER TABLE runs ADD COLUMN identity TEXT"))
+    conn.execute(text("ALTER TABLE runs ADD COLUMN identity_key TEXT"))
+    conn.execute(text("CREATE INDEX runs_identity ON runs (platform, workspace, identity_key)"))
+
+
+STEPS: tuple[Step, ...] = (_runs_in_creation_order, _replicas, _report_posted, _identities)
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
 `METADATA` to match it."""

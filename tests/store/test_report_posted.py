@@ -67,13 +67,21 @@ async def test_a_posted_report_is_recorded_and_the_run_stays_to_deliver(store: S
         await store.mark_report_posted("zzzz")
 
 
+LATER_STEPS = len(schema.STEPS) - 1 - schema.STEPS.index(schema._report_posted)
+"""Steps that came after `report_posted_at`; that release had none of them."""
+LATER_COLUMNS = ("identity", "identity_key")
+"""The runs columns those steps added (the PostgreSQL path drops them by hand)."""
+
+
 def _previous_release(target: str | Path) -> None:
     """The database as the release before `report_posted_at` left it, with one run that ended
     and was never delivered."""
     if isinstance(target, str):  # PostgreSQL: made whole from that release's schema
         with psycopg.connect(target, autocommit=True) as conn:
             conn.execute("ALTER TABLE runs DROP COLUMN report_posted_at")
-            conn.execute("UPDATE schema_version SET version = version - 1")
+            for column in LATER_COLUMNS:
+                conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+            conn.execute(f"UPDATE schema_version SET version = version - {LATER_STEPS + 1}")
             conn.execute(INSERT_RUN.format(run_id="oldrun2345"))  # type: ignore[arg-type]
         return
     # SQLite: a file of the last SQLite-only release, brought along that release's steps.
@@ -85,9 +93,9 @@ def _previous_release(target: str | Path) -> None:
     engine = create_engine(f"sqlite:///{target}")
     try:
         with engine.begin() as conn:
-            for step in schema.STEPS[:-1]:
+            for step in schema.STEPS[: -LATER_STEPS - 1]:
                 step(conn)
-            conn.exec_driver_sql(f"PRAGMA user_version = {latest() - 1}")
+            conn.exec_driver_sql(f"PRAGMA user_version = {latest() - LATER_STEPS - 1}")
             conn.exec_driver_sql(INSERT_RUN.format(run_id="oldrun2345"))
     finally:
         engine.dispose()

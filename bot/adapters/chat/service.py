@@ -45,6 +45,9 @@ FINISHED = "That run has finished."
 SUMMARIZING = "Writing up the report now."
 CANCELLING = "Cancelling the run."
 NOT_YOURS = f"Only {MENTION} can cancel this run."
+CHOSEN = "Researching the company you chose."
+REFINING = "Stopping: start again with a more specific name (add the website or the country)."
+STARTED_ON = "That run has already started on {company}."
 Action = Literal["summarize", "cancel"]
 
 
@@ -235,6 +238,20 @@ class CommandService:
         if await self._runs.control(run_id, action) is None:
             raise Refused(FINISHED)
         return Reply(text=CANCELLING if action == "cancel" else SUMMARIZING)
+
+    async def choose(self, caller: Caller, run_id: str, choice: int | None) -> Reply:
+        """A press of one of a run's company buttons (a candidate's index; None: "none of
+        these: refine"), wherever the run runs; anyone who may press Summarize may choose.
+        Raises Refused when the rules say no or the run no longer waits for a choice."""
+        record = self._runs.get_active(run_id) or await self._unfinished(run_id)
+        if record is None or not self._sees(caller, record):
+            raise Refused(FINISHED)
+        if await self._runs.choose(run_id, choice) is None:
+            settled = await self._store.identity_of(run_id)
+            if settled is None:
+                raise Refused(FINISHED)
+            raise Refused(STARTED_ON.format(company=settled.company.name))
+        return Reply(text=REFINING if choice is None else CHOSEN)
 
     async def _unfinished(self, run_id: str) -> RunRecord | None:
         """A run another replica runs (or that waits for one), as stored; None if it ended."""
