@@ -30,7 +30,7 @@ from bot.agent.prompts import system_prompt, task
 from bot.agent.report.finish_guard import FinishGuard
 from bot.agent.report.judge import ClaimChecker
 from bot.agent.state import RunState, Stop
-from bot.agent.steps import Steps
+from bot.agent.steps import Steps, Written
 from bot.agent.web.registry import Toolbox
 from bot.agent.writeup import WriteUp
 from bot.domain import Request
@@ -122,6 +122,7 @@ class Researcher:
 
     async def _turns(self, run: RunState, control: Control) -> str:
         budget = CostLimit(self._limits.max_cost_usd, run.run_id)
+        written = Written()
         while run.turn < self._limits.max_turns:
             # Before each call, so the tools of the last turn (and their evidence) are in.
             if budget.reached(run.usage):
@@ -131,11 +132,14 @@ class Researcher:
             run.emit(TurnStarted(turn=run.turn))
             reply = await self._steps.ask(run, control, model_call(run, self._tools, self._limits))
             if reply.stop_reason in ("end_turn", "stop_sequence"):
-                if not reply.text:
+                text = written.whole(reply)
+                if not text:
                     raise Stop("llm_error", "The model ended without writing a report.")
-                if await self._guard.accepts(run, control, reply):
-                    return reply.text
+                if await self._guard.accepts(run, control, reply, text):
+                    return text
+                written = Written()
                 continue  # the finish guard sent it back with feedback
+            written.note(reply)
             if await self._steps.carry_on(run, control, reply):
                 continue
             if reply.stop_reason == "refusal":

@@ -106,7 +106,11 @@ def evidence_prompt(
 
 
 def continue_after_max_tokens() -> str:
+    """What a quick run is told after a reply cut off at the output limit. A report cut off
+    while being written is kept and the rest joined to it, so the model goes on, not over."""
     return (
-        "Your last reply was cut off at the output limit. Continue more concisely: either "
-        "call tools, or write the complete report now."
+        "Your last reply was cut off at the output limit. If you were writing the report, "
+        "continue it from the exact point where it stopped: do not start again or repeat "
+        "anything, your replies are joined. If you were calling tools, call them again, fewer "
+        "at a time."
     )

@@ -1,7 +1,8 @@
 """The two steps every research agent repeats: ask the model, run the tools it called.
 
-Shared by the quick loop and a deep run's researchers. `Toolbox`-like objects are accepted so
-a deep run can put its shared page cache in front of the tools.
+Shared by the quick loop, a deep run's researchers and follow-ups, each with its own words for
+a reply cut off at the output limit. `Toolbox`-like objects are accepted so a deep run can put
+its shared page cache in front of the tools.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
-from bot.agent.compress import Compressor, compact_form
+from bot.agent.compress import Compressor, compact_form, with_note
 from bot.agent.control import Control
 from bot.agent.events import ModelText, ToolCalled, ToolFinished, UsageRecorded
 from bot.agent.models.port import ModelCall, ModelPort, ModelReply, ToolUse
 from bot.agent.prompts import continue_after_max_tokens
+from bot.agent.report.markdown import title_line
 from bot.agent.state import RunState, Stop, fence, guarded
 from bot.agent.web.registry import ToolContext, ToolResult
 from bot.errors import ContextOverflow, ModelError
@@ -24,10 +26,20 @@ class Tools(Protocol):
 
 
 class Steps:
-    def __init__(self, model: ModelPort, toolbox: Tools, compressor: Compressor) -> None:
+    def __init__(
+        self,
+        model: ModelPort,
+        toolbox: Tools,
+        compressor: Compressor,
+        *,
+        cut_off: str = continue_after_max_tokens(),
+    ) -> None:
+        """`cut_off`: what the model is told after a reply cut off at the output limit (how
+        this agent finishes: the report, `submit_finding`, `answer`)."""
         self._model = model
         self._toolbox = toolbox
         self._compressor = compressor
+        self._cut_off = cut_off
 
     async def ask(self, run: RunState, control: Control, call: ModelCall) -> ModelReply:
         try:
@@ -64,7 +76,7 @@ class Steps:
             kept = [b for b in reply.content if b.get("type") != "tool_use"]
             if kept:
                 run.messages.append({"role": "assistant", "content": kept})
-            run.messages.append({"role": "user", "content": continue_after_max_tokens()})
+            run.messages.append({"role": "user", "content": self._cut_off})
         elif reply.stop_reason == "pause_turn":
             run.messages.append({"role": "assistant", "content": reply.content})
         else:
@@ -96,15 +108,15 @@ class Steps:
         result = await self._toolbox.call(
             ToolContext(run.registry, run.run_id), use.name, use.input
         )
-        out, compressed = result.output, False
+        out, compressed, note = result.output, False, ""
         body = out.body
         if body and not result.is_error:
-            body, compressed, usage, served = await self._compressor.compress(
+            body, compressed, usage, served, note = await self._compressor.compress(
                 body, goal=run.task, tool=use.name
             )
             if compressed:
                 run.record(UsageRecorded(turn=run.turn, model=served, usage=usage))
-        content = out.heading + (f"\n{fence(body)}" if body else "")
+        content = with_note(out.heading, note) + (f"\n{fence(body)}" if body else "")
         numbers = [run.registry.number(s.url) or 0 for s in out.sources]
         cited = list(zip(numbers, out.sources, strict=True))
         if body and len(short := compact_form(out.heading, cited, body)) < len(content):
@@ -128,6 +140,37 @@ class Steps:
             "content": content,
             "is_error": result.is_error,
         }
+
+
+class Written:
+    """The text of replies cut off at the output limit while writing (no tool call in them):
+    the reply that ends the writing is joined to them, so a report cut off is delivered whole,
+    from its title, not as its last part."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def note(self, reply: ModelReply) -> None:
+        """Keep a reply cut off while writing; forget the parts once the model calls tools
+        instead (what was cut off was not its answer)."""
+        if reply.stop_reason == "max_tokens" and not reply.tool_uses:
+            self._parts.append(_raw_text(reply))
+        elif reply.tool_uses:
+            self._parts.clear()
+
+    def whole(self, reply: ModelReply) -> str:
+        """The text the reply ends: the parts written before it, then its own, from the last
+        part that starts again at a `# ` title (a model that started over)."""
+        if not self._parts:
+            return reply.text
+        parts = [*self._parts, _raw_text(reply)]
+        starts = [i for i, part in enumerate(parts) if title_line(part) is not None]
+        return "".join(parts[starts[-1] if starts else 0 :]).strip()
+
+
+def _raw_text(reply: ModelReply) -> str:
+    # Unstripped: a reply cut off mid-sentence ends where the next one goes on.
+    return "".join(b["text"] for b in reply.content if b.get("type") == "text")
 
 
 def _stopped(use: ToolUse) -> dict[str, Any]:

@@ -403,3 +403,54 @@ async def test_a_bug_before_anything_was_found_ends_plainly_and_says_what_to_do(
     assert len(anthropic_api.requests) == 1
     assert (status, reason) == (RunStatus.FAILED, "error_synthesis_failed")
     assert kinds[-1] == "run_finished"
+
+
+# --- the model misbehaves the way real ones do ---
+
+
+async def test_chatter_before_the_title_is_not_filed_as_a_section(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(
+        reply_text(
+            "Based on my research, here is the report:\n\n# Acme\n\n## TL;DR\n- Acme builds "
+            "robots.\n\n## People\nNo leaders were found in two searches."
+        )
+    )
+    recorder, _ = await research(world)
+
+    report = recorder.outcome.report
+    assert report is not None and report.title == "Acme"
+    assert [s.heading for s in report.sections] == ["People"]
+    assert "Based on my research" not in recorder.outcome.markdown
+
+
+async def test_a_report_cut_off_at_the_output_limit_is_delivered_whole_from_its_title(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(
+        reply_text("# Acme\n\n## TL;DR\n- Acme builds ware", "max_tokens"),
+        reply_text("house robots.\n\n## People\nNo leaders were found."),
+    )
+    recorder, _ = await research(world)
+
+    report = recorder.outcome.report
+    assert report is not None and report.title == "Acme"
+    assert report.tldr == "- Acme builds warehouse robots."
+    assert [s.heading for s in report.sections] == ["People"]
+    told = anthropic_api.requests[1]["messages"][-1]["content"]
+    assert "exact point where it stopped" in str(told)
+
+
+async def test_a_model_that_starts_its_cut_off_report_again_is_delivered_once(
+    world: Services, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(
+        reply_text("# Acme\n\n## TL;DR\n- Acme builds ware", "max_tokens"),
+        reply_text("# Acme\n\n## TL;DR\n- Acme builds robots."),
+    )
+    recorder, _ = await research(world)
+
+    report = recorder.outcome.report
+    assert report is not None and report.tldr == "- Acme builds robots."
+    assert recorder.outcome.markdown.count("# Acme\n") == 1

@@ -77,8 +77,9 @@ class FinishGuard:
         self._max_turns = max_turns
         self._timeout_s = timeout_s
 
-    async def accepts(self, run: RunState, control: Control, reply: ModelReply) -> bool:
-        """True: deliver this report. False: feedback was added to the conversation."""
+    async def accepts(self, run: RunState, control: Control, reply: ModelReply, text: str) -> bool:
+        """True: deliver `text`, the report `reply` ends (joined to its parts cut off before).
+        False: feedback was added to the conversation."""
         pressed = control.summarize_requested.is_set() or control.cancel_requested.is_set()
         if run.finish_reviewed or pressed or not is_early(run.turn, self._max_turns):
             return True
@@ -87,17 +88,17 @@ class FinishGuard:
             return True
         required = required_sections(run.system)
         report = parse_report(
-            reply.text, run.registry, topic=run.request.topic, mode=run.request.mode.value
+            text, run.registry, topic=run.request.topic, mode=run.request.mode.value
         )
         settled, _ = measure_deterministic(run, report)
         unsupported = [c for c in settled if c.verdict is Verdict.UNSUPPORTED]
         # Clearly short: fewer than half the required sections, or a claim its source lacks.
-        few = len(_HEADING.findall(reply.text)) < math.ceil(len(required) / 2)
+        few = len(_HEADING.findall(text)) < math.ceil(len(required) / 2)
         if not (few or unsupported):
             return True
         run.finish_reviewed = True
         notes = [f"- {c.sentence} ({c.note})" for c in unsupported]
-        check = await self._check(run, control, reply.text, required, notes)
+        check = await self._check(run, control, text, required, notes)
         if check is None:
             return True
         run.emit(

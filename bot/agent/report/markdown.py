@@ -3,6 +3,7 @@ and the renderer that turns a parsed, edited token stream back into Markdown (md
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from functools import cache
 
@@ -46,6 +47,26 @@ def parse(text: str) -> list[Token]:
     """Block tokens with their inline children. Reference definitions are resolved into the links
     that use them and do not appear in the stream, so they leave with whatever drops those links."""
     return _parser().parse(text, {})
+
+
+def title_line(text: str) -> int | None:
+    """The line (from 0) of the text's `# ` title when its first heading is one; None when it
+    has no heading or its first heading is a section's."""
+    first = next((t for t in parse(text) if t.type == "heading_open" and t.level == 0), None)
+    if first is None or first.tag != "h1" or first.map is None:
+        return None
+    return first.map[0]
+
+
+def from_title(text: str) -> str:
+    """The text from its `# ` title on: what stands before the title ("Based on my research,
+    here is the report:") is the model talking, not the report. Text without a title, or whose
+    first heading is a section's, is returned as it is."""
+    line = title_line(text)
+    if not line:
+        return text
+    # Line numbers as the parser counts them: it reads `\r\n` and `\r` as line ends too.
+    return "\n".join(re.split(r"\r\n?|\n", text)[line:])
 
 
 def render(tokens: list[Token]) -> str:

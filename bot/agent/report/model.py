@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from bot.agent.language import DEFAULT, TLDR_HEADINGS, frame
 from bot.agent.report.citations import check
 from bot.agent.report.footer import run_line, support_line
+from bot.agent.report.markdown import from_title
 from bot.agent.report.support import Support
 from bot.agent.urls import normalize_url
 
@@ -100,11 +101,16 @@ def parse_report(
     renumber: bool = True,
 ) -> Report:
     """Turn the model's Markdown into a Report whose citations all point at retrieved sources:
-    checked on the parsed document (see `bot.agent.report.citations`). `renumber` False (a report
-    revised by a follow-up) keeps the registry's numbers and its whole list as the sources."""
+    checked on the parsed document (see `bot.agent.report.citations`), from its `# ` title on.
+    `renumber` False (a report revised by a follow-up) keeps the registry's numbers and its
+    whole list as the sources."""
     words = frame(language)
     checked = check(
-        text, registry.number, len(registry.sources), renumber=renumber, mark=words.unverified_mark
+        from_title(text),
+        registry.number,
+        len(registry.sources),
+        renumber=renumber,
+        mark=words.unverified_mark,
     )
     sections = [
         Section(heading=heading or words.overview, body=body)
