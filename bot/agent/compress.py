@@ -57,9 +57,15 @@ class Compressed(NamedTuple):
     model: str
     """The model that summarized (as the port names it: `openai:gpt-4.1-mini`), else the fast
     model asked for."""
+
+
+class Condensed(NamedTuple):
+    """`Compressed`, and what the heading above the text says about it."""
+
+    compressed: Compressed
     note: str = ""
-    """For the heading above the text, when it was shortened: `(condensed from 48,000
-    characters)`, `(cut at 12,000 of 48,000 characters)`; our words, never the web's."""
+    """When the text was shortened: `(condensed from 48,000 characters)`, `(cut at 12,000 of
+    48,000 characters …)`; our words, never the web's."""
 
 
 class Compressor:
@@ -79,8 +85,12 @@ class Compressor:
 
     async def compress(self, text: str, *, goal: str, tool: str) -> Compressed:
         """`text` as it should reach the model, and what shortening it cost."""
+        return (await self.condense(text, goal=goal, tool=tool)).compressed
+
+    async def condense(self, text: str, *, goal: str, tool: str) -> Condensed:
+        """`compress`, with the note for the heading above the text (a tool result's)."""
         if estimate_tokens(text) <= self._threshold:
-            return Compressed(text, False, Usage(), self._fast_model)
+            return Condensed(Compressed(text, False, Usage(), self._fast_model))
         max_tokens = max(500, self._threshold // 2)
         try:
             reply = await self._model.complete(self._call(text, goal, tool, max_tokens))
@@ -93,7 +103,7 @@ class Compressor:
         note = f"condensed from {read}{len(text):,} characters"
         if reply.stop_reason == "max_tokens":
             note += f"; the summary stops at its {max_tokens:,}-token limit"
-        return Compressed(reply.text, True, reply.usage, reply.model, f"({note})")
+        return Condensed(Compressed(reply.text, True, reply.usage, reply.model), f"({note})")
 
     def _call(self, text: str, goal: str, tool: str, max_tokens: int) -> ModelCall:
         # About half the reply's token cap in words (a word is ~1.3 tokens): room to finish.
@@ -117,10 +127,10 @@ class Compressor:
             model=self._fast_model,
         )
 
-    def _truncated(self, text: str) -> Compressed:
+    def _truncated(self, text: str) -> Condensed:
         kept = self._threshold * CHARS_PER_TOKEN
         note = f"(cut at {kept:,} of {len(text):,} characters: it could not be condensed)"
-        return Compressed(text[:kept] + TRUNCATED, True, Usage(), self._fast_model, note)
+        return Condensed(Compressed(text[:kept] + TRUNCATED, True, Usage(), self._fast_model), note)
 
 
 def with_note(heading: str, note: str) -> str:

@@ -111,7 +111,7 @@ class Steps:
         out, compressed, note = result.output, False, ""
         body = out.body
         if body and not result.is_error:
-            body, compressed, usage, served, note = await self._compressor.compress(
+            (body, compressed, usage, served), note = await self._compressor.condense(
                 body, goal=run.task, tool=use.name
             )
             if compressed:
