@@ -17,6 +17,7 @@ from bot.agent.deep.engine import DeepResearch
 from bot.agent.deep.session import DeepLimits
 from bot.agent.events import Event
 from bot.agent.followup.engine import FollowUpEngine
+from bot.agent.identity import IdentityStep
 from bot.agent.loop import Researcher
 from bot.agent.web.arxiv import Arxiv, arxiv_tools
 from bot.agent.web.budget import MiB, ReadBudget
@@ -29,6 +30,7 @@ from bot.config import Settings
 from bot.domain import Depth, Request
 from bot.providers import model_chain
 from bot.runs.followups import FollowUps
+from bot.runs.identify import Identifying
 from bot.runs.manager import Engine, RunManager
 from bot.runs.quota import Quota, QuotaLimits
 from bot.store.runs import Store
@@ -194,7 +196,13 @@ async def open_services(
         quick = Researcher(model, toolbox, compressor, limits(settings))
         deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
         followup = FollowUpEngine(model, toolbox, compressor, followup_limits(settings), store)
-        engine = ByKind(quick=quick, deep=deep, followup=followup)
+        step = IdentityStep(model, toolbox, limits(settings), fast_model=model.fast_model)
+        engine = Identifying(
+            ByKind(quick=quick, deep=deep, followup=followup),
+            step if settings.identify else None,
+            store,
+            timeout_s=settings.choice_timeout_s,
+        )
         quota = Quota(store, quota_limits(settings))
         runs = RunManager(
             store,

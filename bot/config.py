@@ -144,6 +144,10 @@ class Settings(BaseSettings):
         default=4, ge=1, le=200, alias="RESEARCH_BOT_MAX_CONCURRENT_RUNS"
     )
     """Runs that research at once; more wait in a queue."""
+    identify: bool = Field(default=True, alias="RESEARCH_BOT_IDENTIFY")
+    """Settle which company a company run is about before researching: one search, one fast-model call."""
+    choice_timeout_s: float = Field(default=120, gt=0, alias="RESEARCH_BOT_CHOICE_TIMEOUT_S")
+    """How long a run waits for a person to choose among namesakes before taking the most likely."""
 
     deep_researchers: int = Field(default=4, ge=1, le=8, alias="RESEARCH_BOT_DEEP_RESEARCHERS")
     """Researchers a deep run sends out in parallel; the whole deep run takes one run slot."""
@@ -220,11 +224,13 @@ class Settings(BaseSettings):
         *("anthropic_api_key", "openai_api_key", "openai_fast_model", "tavily_api_key"),
         *("brave_api_key", "github_token", "slack_bot_token", "slack_app_token"),
         *("slack_signing_secret", "discord_token", *API_ADDRESSES),
+        *("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd"),
         mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: Any) -> Any:
-        """`KEY=` in a .env file or a compose file means not set, not an empty key."""
+        """`KEY=` in a .env file or a compose file means not set, not an empty key; for a cost
+        limit (`RESEARCH_BOT_MAX_RUN_COST_USD=`) it turns the limit off."""
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("database_url", mode="after")
@@ -267,12 +273,6 @@ class Settings(BaseSettings):
             if not is_allow_entry(entry):
                 raise ValueError(f"{entry!r} is not host[:port], e.g. intranet.local:8080")
         return entries
-
-    @field_validator("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd", mode="before")
-    @classmethod
-    def _empty_is_no_limit(cls, value: Any) -> Any:
-        """`RESEARCH_BOT_MAX_RUN_COST_USD=` (empty) turns the limit off."""
-        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("fetch_allow_hosts", "providers", mode="before")
     @classmethod

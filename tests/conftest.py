@@ -133,6 +133,7 @@ def world_env(
         "TAVILY_BASE_URL": tavily.url,
         "RESEARCH_BOT_DB": str(tmp_path / "runs.sqlite3"),
         "RESEARCH_BOT_FETCH_ALLOW_HOSTS": web.host_port,
+        "RESEARCH_BOT_IDENTIFY": "false",  # tests that script the identity step turn it on
     }
 
 

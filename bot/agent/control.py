@@ -28,7 +28,8 @@ def parse_choice(action: str) -> int | None:
 class Choice:
     """How a wait for a person's choice of company ended."""
 
-    how: Literal["person", "refine", "summarize", "cancel", "timeout"]
+    how: Literal["person", "alone", "refine", "summarize", "cancel", "timeout"]
+    """person: a person chose; alone: the front end could ask nobody and took the most likely."""
     index: int = 0
     """The candidate taken: the person's choice, else 0 (the most likely)."""
 
@@ -43,6 +44,7 @@ class Control:
         """Why the write-up was asked for: `forced` (a person) or `budget` (the cost limit)."""
         self._chosen = asyncio.Event()
         self._choice: int | None = None
+        self._alone = False
         self._choosing = False
         self._closed = False
         self._options = 0
@@ -64,14 +66,15 @@ class Control:
         """The run is waiting for a person to choose its company now."""
         return self._choosing
 
-    def choose(self, choice: int | None) -> bool:
-        """A person's choice of company (an index, or None: "none of these"). The first one
-        counts; one made after the wait ended changes nothing. True when it was taken."""
+    def choose(self, choice: int | None, *, alone: bool = False) -> bool:
+        """A person's choice of company (an index, or None: "none of these"); `alone`: the
+        front end has nobody to ask and takes this one. The first one counts; one made after
+        the wait ended changes nothing. True when it was taken."""
         if self._closed or self._chosen.is_set():
             return False
         if choice is not None and (choice < 0 or (self._choosing and choice >= self._options)):
             return False
-        self._choice = choice
+        self._choice, self._alone = choice, alone
         self._chosen.set()
         return True
 
@@ -95,7 +98,7 @@ class Control:
             if self._choice is None:
                 return Choice("refine")
             if self._choice < options:  # one made before the wait is checked here
-                return Choice("person", self._choice)
+                return Choice("alone" if self._alone else "person", self._choice)
         if self.summarize_requested.is_set():
             self.rearm_summarize()
             return Choice("summarize")

@@ -45,11 +45,13 @@ async def ask_for(
     until: float,
     tools: list[dict[str, Any]] | None = None,
     allow_summarize: bool = False,
+    model_name: str | None = None,
 ) -> M | None:
     """`schema` filled in by the model through the tool `name` over `run`'s conversation; None
     when the model failed or answered malformed twice. Stop (cancel, deadline) is not caught.
     `tools`: the tool list to send, default just this one; a researcher sends all of its own,
-    since its conversation holds calls of them (the API wants every used tool defined)."""
+    since its conversation holds calls of them (the API wants every used tool defined).
+    `model_name`: another model than the research model (the fast one, for a cheap answer)."""
     tool_list = tools if tools is not None else [tool_for(name, schema)]
     for attempt in range(1, ATTEMPTS + 1):
         call = ModelCall(
@@ -59,6 +61,7 @@ async def ask_for(
             tool_choice={"type": "tool", "name": name},
             max_tokens=limits.max_output_tokens,
             timeout_s=max(1.0, min(limits.synthesis_timeout_s, until - time.monotonic())),
+            model=model_name,
         )
         try:
             reply = await guarded(

@@ -126,12 +126,16 @@ class RunManager(Takeover):
                 self.start_claimed(record.model_copy(update={"control": action}), listener)
         return record
 
-    async def choose(self, run_id: str, choice: int | None) -> RunRecord | None:
+    async def choose(
+        self, run_id: str, choice: int | None, *, alone: bool = False
+    ) -> RunRecord | None:
         """A person's choice of company (a candidate's index; None: "none of these") for a run
-        that waits for one, wherever it runs: the run, or None when it is not waiting."""
+        that waits for one, wherever it runs: the run, or None when it is not waiting.
+        `alone`: a front end with nobody to ask takes `choice` (here, not across replicas)."""
         active = self._active.get(run_id)
         if active is not None:
-            waiting = active.control.awaiting_choice and active.control.choose(choice)
+            control = active.control
+            waiting = control.awaiting_choice and control.choose(choice, alone=alone)
             return active.record if waiting else None
         if self._shared is None:
             return None
