@@ -4,6 +4,7 @@ first, then by the fast-model judge; the figures reach the report, its footer an
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 from typing import Any
 
 import pytest
@@ -169,8 +170,9 @@ async def test_the_judge_sees_the_passages_that_matter_answers_three_ways_and_it
     assert judge["model"] == FAST_MODEL
     assert judge["tool_choice"] == {"type": "tool", "name": "record_verdicts"}
     asked = str(judge["messages"])
-    assert "Claim 1: It makes picking robots for warehouses" in asked
-    assert "Claim 3: Its robots are loved by buyers" in asked and "Claim 4" not in asked
+    assert "Claim 1 (section TL;DR): It makes picking robots for warehouses" in asked
+    assert "Claim 3 (section TL;DR): Its robots are loved by buyers" in asked
+    assert "Claim 4" not in asked
     # Passages, fenced, not the whole page: what bears on no claim is not sent.
     assert "<web_content>" in asked and "autonomous picking robots" in asked
     assert "second factory" not in asked
@@ -179,7 +181,7 @@ async def test_the_judge_sees_the_passages_that_matter_answers_three_ways_and_it
     assert [(c.verdict, c.method, c.note) for c in support.claims] == [
         (Verdict.SUPPORTED, "judge", "r"),
         (Verdict.SUPPORTED, "deterministic", support.claims[1].note),
-        (Verdict.UNSUPPORTED, "judge", "not stated in the source: r"),
+        (Verdict.UNSUPPORTED, "judge", "not in the cited excerpts: r"),
         (Verdict.UNSUPPORTED, "judge", "contradicted by the source: r"),
     ]
     assert (
@@ -192,6 +194,32 @@ async def test_the_judge_sees_the_passages_that_matter_answers_three_ways_and_it
     assert isinstance(total, RunFinished)
     assert total.usage.input_tokens == sum(e.usage.input_tokens for e in used)
     assert total.usage.cost_usd == pytest.approx(sum(e.usage.cost_usd or 0 for e in used))
+
+
+async def test_the_judge_knows_the_topic_the_date_and_each_claim_section_and_judges_excerpts(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    text = (
+        "# Acme\n\n## TL;DR\n- It makes picking robots [1].\n\n"
+        "## Customers and market\nIts robots are loved by buyers [1]."
+    )
+    anthropic_api.script(*_read_then(web, text), _judged("supported", "not_stated"))
+    async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
+        recorder = await _research(services)
+
+    judge = anthropic_api.requests[2]
+    asked = judge["messages"][0]["content"]
+    assert asked.startswith(
+        f"The report is about: Acme Robotics. Today is {date.today().isoformat()}."
+    )
+    assert "Claim 2 (section Customers and market): Its robots are loved" in asked
+    system = judge["system"][0]["text"]
+    assert "excerpts" in system and "another language" in system
+    assert "says less than its passages is supported" in system
+    support = _report(recorder).support
+    assert support is not None
+    assert support.claims[1].note == "not in the cited excerpts: r"
+    assert "in the source" not in support.claims[1].note
 
 
 UNCHECKED_FOOTER = (

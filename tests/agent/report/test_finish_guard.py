@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from bot.agent.brief import SECTIONS
 from bot.agent.events import FinishReviewed, ReportReady, RunFinished
-from bot.agent.prompts import system_prompt
+from bot.agent.language import frame
 from bot.agent.report.finish_guard import required_sections
 from bot.agent.trajectory import trajectory
 from bot.compose import Services, open_services
@@ -55,12 +56,34 @@ def _ending(recorder: Recorder) -> str:
     return last.ending.value
 
 
-def test_the_required_sections_come_from_the_mode_template() -> None:
-    assert required_sections(system_prompt(Mode.CONTRACTS))[1:] == [
+def test_the_required_sections_are_the_tldr_in_the_asker_language_then_the_mode_sections() -> None:
+    assert required_sections(Mode.CONTRACTS, "en") == [
+        "TL;DR",
         "Matching tenders and contracts",
         "Analysis",
     ]
-    assert "People" in required_sections(system_prompt(Mode.COMPANY))
+    assert required_sections(Mode.COMPANY, "de") == [frame("de").tldr, *SECTIONS[Mode.COMPANY]]
+
+
+async def test_the_review_is_shown_the_sections_it_checks_and_the_claim_figures_it_weighs(
+    world: Services, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    anthropic_api.script(_read(web), reply_text(SHORT), _verdict(True))
+    recorder = Recorder()
+    await world.runs.submit(Request(topic="Acme Robotics", language="de"), recorder)
+    await recorder.finished.wait()
+
+    check = _research_calls(anthropic_api)[2]
+    content = check["messages"][0]["content"]
+    listed = content.split("\n\n")[0].splitlines()
+    assert "<" not in content.split("The draft:")[0]  # no template placeholder among them
+    assert listed == [
+        "Required sections, in order:",
+        f"- {frame('de').tldr}",
+        *(f"- {name}" for name in SECTIONS[Mode.COMPANY]),
+    ]
+    assert "Cited claims: 1, checked in code against the text of their sources: 1 stated" in content
+    assert "searched for and not found is present, not empty" in check["system"][0]["text"]
 
 
 async def test_an_early_report_missing_sections_gets_one_round_of_feedback_then_completes(
