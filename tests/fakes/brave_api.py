@@ -2,9 +2,11 @@
 
     async with FakeBrave(api_key="brave-test", result_base=web.url) as brave:   # BRAVE_API_URL
         brave.results_for["acme"] = [brave_result("https://acme.example/", "Acme", "<strong>Acme</strong> …")]
+        brave_result(url, page_age="2024-03-02T09:00:00", age="March 2, 2024")   # a dated result
+        brave.requests[-1].query["freshness"]                                     # "pw" …
 
-A query with no entry gets two deterministic results under `result_base`; a wrong or missing
-key answers 401. Failures: see tests/fakes/api_server.py.
+A query with no entry gets two deterministic results under `result_base`, undated; a wrong or
+missing key answers 401. Failures: see tests/fakes/api_server.py.
 """
 
 from __future__ import annotations
@@ -18,9 +20,17 @@ from aiohttp.typedefs import Handler
 from tests.fakes.api_server import FakeApi
 
 
-def brave_result(url: str, title: str = "", description: str = "") -> dict[str, Any]:
-    """One web result as Brave sends it (descriptions mark matches with <strong>)."""
-    return {
+def brave_result(
+    url: str,
+    title: str = "",
+    description: str = "",
+    *,
+    page_age: str | None = None,
+    age: str | None = None,
+) -> dict[str, Any]:
+    """One web result as Brave sends it (descriptions mark matches with <strong>); `page_age`
+    (ISO 8601) and `age` (`March 2, 2024`, `2 days ago`) when Brave knows the page's date."""
+    result: dict[str, Any] = {
         "type": "search_result",
         "url": url,
         "title": title,
@@ -29,6 +39,11 @@ def brave_result(url: str, title: str = "", description: str = "") -> dict[str, 
         "language": "en",
         "family_friendly": True,
     }
+    if page_age is not None:
+        result["page_age"] = page_age
+    if age is not None:
+        result["age"] = age
+    return result
 
 
 class FakeBrave(FakeApi):

@@ -8,9 +8,12 @@
         tavily.answer_next(b"[]")      # the next request gets these bytes (status, content type)
         tavily.drop_next()             # the next request gets its connection closed, no answer
         tavily.requests[0].query       # every request, in order, with its body and the status sent
+        tavily.requests[0].time_range  # "week" … (None when not asked), .topic: "general"/"news"
 
 A query with no entry in `results_for` gets `default_results(query, max_results)`: three
 deterministic results whose URLs live under `result_base` (point it at a local web fake).
+As with the real API, results carry `published_date` only for `topic="news"` (a default
+result's is NEWS_DATE).
 A wrong or missing key answers 401 like the real API; failures use Tavily's error body
 `{"detail": {"error": "..."}}`.
 """
@@ -27,6 +30,8 @@ from typing import Any, Self
 from aiohttp import web
 
 DEFAULT_RESULTS = 3
+NEWS_DATE = "Thu, 02 May 2024 09:30:00 GMT"
+"""A default news result's `published_date`, written the way Tavily writes it."""
 _HANG = 0
 _DROP = -1
 _MESSAGES = {
@@ -41,10 +46,17 @@ _MESSAGES = {
 
 
 def tavily_result(
-    url: str, title: str = "", content: str = "", score: float = 0.5
+    url: str,
+    title: str = "",
+    content: str = "",
+    score: float = 0.5,
+    published_date: str | None = None,
 ) -> dict[str, Any]:
-    """One result as Tavily sends it."""
-    return {"url": url, "title": title, "content": content, "score": score, "raw_content": None}
+    """One result as Tavily sends it (`published_date` is sent for news searches only)."""
+    result = {"url": url, "title": title, "content": content, "score": score, "raw_content": None}
+    if published_date is not None:
+        result["published_date"] = published_date
+    return result
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,14 @@ class TavilyRequest:
     def max_results(self) -> int | None:
         value = self.body.get("max_results")
         return value if isinstance(value, int) else None
+
+    @property
+    def topic(self) -> str | None:
+        return self.body.get("topic")
+
+    @property
+    def time_range(self) -> str | None:
+        return self.body.get("time_range")
 
 
 @dataclass
@@ -179,9 +199,14 @@ class FakeTavily:
             message = _MESSAGES.get(status, "Error.")
             return web.json_response({"detail": {"error": message}}, status=status)
         max_results = body.get("max_results", 5)
+        news = body.get("topic") == "news"
         results = self.results_for.get(query)
         if results is None:
             results = self.default_results(query, max_results)
+            if news:
+                results = [{**r, "published_date": NEWS_DATE} for r in results]
+        if not news:
+            results = [{k: v for k, v in r.items() if k != "published_date"} for r in results]
         return web.json_response(
             {
                 "query": query,

@@ -12,9 +12,10 @@
         web.route("/custom", handler)                  # any aiohttp handler
         web.requests[-1].headers["Host"]               # every request received, in order
 
-Standard pages are there from the start: ARTICLE_PATH (a news article), INJECTION_PATH (a page
-that tries prompt injection and carries scripts, hidden text and mention syntax) and
-PLAIN_PATH (text/plain). Any other path answers 404.
+Standard pages are there from the start: ARTICLE_PATH (a news article), DATED_PATH (the same
+article with its date in its meta tags, DATED_ON), INJECTION_PATH (a page that tries prompt
+injection and carries scripts, hidden text and mention syntax) and PLAIN_PATH (text/plain).
+Any other path answers 404.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 ARTICLE_PATH = "/article"
+DATED_PATH = "/dated-article"
+DATED_ON = "2024-03-02"
+"""DATED_PATH's publication date, as its `article:published_time` meta tag gives it."""
 INJECTION_PATH = "/injection"
 PLAIN_PATH = "/plain.txt"
 SCRIPT_MARKER = "SCRIPT-MARKER-7f3a"
@@ -61,6 +65,12 @@ about 120 engineers over the next eighteen months, mostly in software and field 
 <footer>© 2025 Example News. All rights reserved. Privacy policy. Cookie settings.</footer>
 </body></html>
 """
+
+DATED_HTML = ARTICLE_HTML.replace(
+    '<meta charset="utf-8">',
+    '<meta charset="utf-8"><meta property="article:published_time" '
+    f'content="{DATED_ON}T09:30:00+01:00">',
+)
 
 INJECTION_HTML = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>Careers at Acme Robotics</title>
@@ -116,6 +126,7 @@ class FakeWeb:
         self._runner: web.AppRunner | None = None
         self._port = 0
         self.page(ARTICLE_PATH, ARTICLE_HTML)
+        self.page(DATED_PATH, DATED_HTML)
         self.page(INJECTION_PATH, INJECTION_HTML)
         self.page(PLAIN_PATH, PLAIN_TEXT, content_type="text/plain; charset=utf-8")
 

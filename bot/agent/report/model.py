@@ -27,6 +27,8 @@ class Source(BaseModel):
     snippet: str = ""
     read: bool = False
     """The run read the page (read_page); False: it only saw a search result's snippet."""
+    published: str | None = None
+    """When the page says it was published (YYYY-MM-DD), from the search engine or the page."""
 
 
 class Section(BaseModel):

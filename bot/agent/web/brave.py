@@ -9,18 +9,25 @@ from pydantic import BaseModel, Field
 
 from bot.agent.report.model import Source
 from bot.agent.web.api import ApiClient
+from bot.agent.web.dates import Recency, iso_date
 from bot.agent.web.listing import SNIPPET_CHARS, clip
 from bot.errors import ConfigError
 
 BRAVE_URL = "https://api.search.brave.com/res/v1"
 BRAVE_MAX_RESULTS = 20
 """Brave's own upper bound for `count`."""
+FRESHNESS: dict[Recency, str] = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
+"""Brave's `freshness` for each recency."""
 
 
 class _Result(BaseModel):
     url: str
     title: str = ""
     description: str = ""
+    page_age: str | None = None
+    """When the page was published, ISO 8601 (`2023-08-16T10:26:04`)."""
+    age: str | None = None
+    """The same as written for people: `August 16, 2023`, or `2 days ago`."""
 
 
 class _Web(BaseModel):
@@ -47,14 +54,19 @@ class BraveSearch:
             "Brave Search", base_url or BRAVE_URL, timeout_s=timeout_s, headers=headers
         )
 
-    async def search(self, query: str, max_results: int) -> list[Source]:
+    async def search(
+        self, query: str, max_results: int, recency: Recency | None = None
+    ) -> list[Source]:
         params = {"q": query, "count": max(1, min(max_results, BRAVE_MAX_RESULTS))}
+        if recency:
+            params["freshness"] = FRESHNESS[recency]
         answer = await self._api.get_model("web/search", _Answer, params)
         return [
             Source(
                 url=hit.url,
                 title=clip(_text(hit.title), 200),
                 snippet=clip(_text(hit.description), SNIPPET_CHARS),
+                published=iso_date(hit.page_age) or iso_date(hit.age),
             )
             for hit in answer.web.results
         ]

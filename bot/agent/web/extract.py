@@ -1,4 +1,4 @@
-"""A page's main text and title from its bytes: decoding, a fast path for text, trafilatura
+"""A page's main text, title and date from its bytes: decoding, a fast path for text, trafilatura
 (with its readability/justext cascade only when its own extractor finds little), and pypdf for
 PDFs (bot/agent/web/pdf.py).
 
@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from bot.agent.web.dates import iso_date
 from bot.agent.web.pdf import PDF_TYPE, pdf_text
 from bot.errors import ToolError
 
@@ -36,6 +37,8 @@ class Page:
     text: str
     truncated: bool
     """True when `text` was cut at `FetchLimits.max_text_chars`."""
+    published: str | None = None
+    """When the page says it was published (YYYY-MM-DD); None when it does not say."""
 
 
 @dataclass(frozen=True)
@@ -52,11 +55,11 @@ class Body:
 
 def extract_page(body: Body, max_chars: int) -> Page:
     """Main text and title: sync CPU work, for a worker process (or a thread in tests)."""
-    title = ""
+    title, published = "", None
     if body.media_type in HTML_TYPES:
         # Without a declared charset trafilatura reads the bytes and finds the encoding itself.
         html = decode(body.data, body.charset) if body.charset else bytes(body.data)
-        text, title = _trafilatura(html, body.url)
+        text, title, published = _trafilatura(html, body.url)
     elif body.media_type == PDF_TYPE:
         text, title = pdf_text(body.data, body.url, max_chars)
     else:
@@ -71,14 +74,13 @@ def extract_page(body: Body, max_chars: int) -> Page:
             + f"\n\n[… text cut here: the page is longer than {max_chars:,} characters]"
         )
     title = title.strip()[:MAX_TITLE_CHARS] or body.host
-    return Page(url=body.url, title=title, text=text, truncated=truncated)
+    return Page(url=body.url, title=title, text=text, truncated=truncated, published=published)
 
 
-def _trafilatura(html: str | bytes, url: str) -> tuple[str, str]:
-    """The page's text and title. The page is parsed once; its title is found the way
-    trafilatura's metadata finds it (meta tags, JSON-LD, then <title>/<h1>), without the rest
-    of `with_metadata` (dates, authors, categories), which costs five times the extraction
-    itself (htmldate's regexes) for nothing we use."""
+def _trafilatura(html: str | bytes, url: str) -> tuple[str, str, str | None]:
+    """The page's text, title and date. The page is parsed once; its title and date are found
+    the way trafilatura's metadata finds them, without the rest of `with_metadata` (authors,
+    categories, htmldate's text search), which costs five times the extraction itself."""
     # Only where pages are extracted: the workers keep these out of the bot.
     import trafilatura
     from trafilatura.settings import Document
@@ -86,8 +88,8 @@ def _trafilatura(html: str | bytes, url: str) -> tuple[str, str]:
 
     tree = load_html(html)
     if tree is None:
-        return "", ""
-    title = _title(tree)
+        return "", "", None
+    title, published = _title(tree), _date(tree, url)
     text = ""
     for fast in (True, False):  # trafilatura's own extractor first, the full cascade if short
         doc = trafilatura.bare_extraction(
@@ -101,7 +103,7 @@ def _trafilatura(html: str | bytes, url: str) -> tuple[str, str]:
         text = (doc.text or "") if isinstance(doc, Document) else ""
         if len(text) >= FAST_PATH_MIN_CHARS:
             break
-    return text, title
+    return text, title, published
 
 
 def _title(tree: Any) -> str:
@@ -113,6 +115,25 @@ def _title(tree: Any) -> str:
     with contextlib.suppress(Exception):
         meta = extract_meta_json(tree, meta)
     return meta.title or extract_title(tree) or ""
+
+
+def _date(tree: Any, url: str) -> str | None:
+    """The publication date by htmldate's first steps, as trafilatura's metadata runs them (a
+    date in the address, then meta tags, then JSON-LD), and only those: they take 0.02 ms, the
+    text search after them 1-16 ms, and a news page says its date in its meta tags."""
+    from htmldate.core import examine_header
+    from htmldate.extractors import extract_url_date, json_search
+    from htmldate.utils import Extractor
+    from htmldate.validators import get_max_date, get_min_date
+
+    # Not extensive (no dateparser), the original date (not the last change), ISO days.
+    options = Extractor(False, get_max_date(None), get_min_date(None), True, "%Y-%m-%d")
+    found = (
+        extract_url_date(url, options)
+        or examine_header(tree, options)
+        or json_search(tree, options)
+    )
+    return iso_date(found)
 
 
 def decode(data: bytes | bytearray, charset: str | None) -> str:

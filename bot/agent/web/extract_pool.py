@@ -148,7 +148,8 @@ class Extractor:
         # it: the job finishes or hits the time cap on its own, and the worker stays usable.
         answer = await loop.run_in_executor(self._threads, self._job, meta, body.data)
         if answer[0] == "ok":
-            return Page(url=body.url, title=answer[1], text=answer[2], truncated=answer[3])
+            _, title, text, truncated, published = answer
+            return Page(body.url, title, text, truncated, published)
         if answer[0] == "failed":
             log.warning("extraction of %s failed: %s", body.url, answer[1])
             raise ToolError(f"could not extract text from {body.url} ({answer[1]})")

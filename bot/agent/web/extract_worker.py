@@ -38,7 +38,7 @@ def serve(conn: Connection) -> None:
         data = conn.recv_bytes()
         try:
             page = extract_page(Body(url, host, media_type, charset, data), max_chars)
-            conn.send(("ok", page.title, page.text, page.truncated))
+            conn.send(("ok", page.title, page.text, page.truncated, page.published))
         except ToolError as error:
             conn.send(("refused", str(error)))
         except Exception as error:  # hostile input can break a parser; the page fails, not the bot

@@ -44,6 +44,8 @@ def heading(what: str, query: str, sources: Sequence[Source], refine: str, via: 
     return line
 
 
-def entry(number: int, title: str, url: str, *details: str) -> str:
-    """One numbered result: `[n] title`, its address, then any detail lines that are not empty."""
-    return "\n".join([f"[{number}] {title}", url, *(d for d in details if d)])
+def entry(number: int, title: str, url: str, *details: str, published: str | None = None) -> str:
+    """One numbered result: `[n] title` (and when it was published), its address, then any detail
+    lines that are not empty."""
+    first = f"[{number}] {title}" + (f" — published {published}" if published else "")
+    return "\n".join([first, url, *(d for d in details if d)])

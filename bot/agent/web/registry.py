@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, Field, HttpUrl, ValidationError
 
 from bot.agent.report.model import Source, SourceRegistry
+from bot.agent.web.dates import Recency
 from bot.agent.web.fetch import PageFetcher
 from bot.agent.web.listing import entry, heading
 from bot.agent.web.search import SearchAnswer, SearchProvider, as_chain
@@ -118,6 +119,11 @@ def problems(error: ValidationError) -> str:
 class SearchArgs(BaseModel):
     query: str = Field(min_length=2, max_length=400, description="What to search the web for.")
     max_results: int = Field(default=6, ge=1, le=10)
+    recency: Recency | None = Field(
+        default=None,
+        description="Only results from the past day, week, month or year, news first. Use it "
+        "for news and recent events; leave it out for background and history.",
+    )
 
 
 class ReadPageArgs(BaseModel):
@@ -128,6 +134,7 @@ REFINE_WEB = (
     "Try broader or different words, a synonym, the full official name, fewer quoted phrases, "
     "or the language of the country concerned."
 )
+REFINE_RECENT = f"{REFINE_WEB} Or a longer recency, or none."
 
 
 def research_tools(
@@ -144,11 +151,17 @@ def research_tools(
 
     async def web_search(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
         """Search the web. Returns numbered results (title, URL, snippet); cite them as [n]."""
-        answer = await chain.answer(args.query, args.max_results)
+        answer = await chain.answer(args.query, args.max_results, args.recency)
         results = answer.sources
-        lines = [entry(ctx.registry.add(s), s.title, s.url, s.snippet) for s in results]
+        lines = [
+            entry(ctx.registry.add(s), s.title, s.url, s.snippet, published=s.published)
+            for s in results
+        ]
+        what, refine = "results", REFINE_WEB
+        if args.recency:
+            what, refine = f"results from the past {args.recency}", REFINE_RECENT
         return ToolOutput(
-            heading=heading("results", args.query, results, REFINE_WEB, via=_via(answer)),
+            heading=heading(what, args.query, results, refine, via=_via(answer)),
             body="\n\n".join(lines),
             sources=results,
         )
@@ -157,13 +170,19 @@ def research_tools(
         """Read a web page or a PDF and return its main text. Cite it with the number in the
         heading."""
         page = await fetcher.fetch(str(args.url))
-        source = Source(url=page.url, title=page.title, snippet=page.text[:300], read=True)
+        # The page's own date, else the one its search result gave.
+        published = page.published or _known_date(ctx.registry, page.url, str(args.url))
+        source = Source(
+            url=page.url, title=page.title, snippet=page.text[:300], read=True, published=published
+        )
         number = ctx.registry.add(source)
         # The URL the model asked for counts as retrieved too, when a redirect moved it.
         ctx.registry.alias(str(args.url), number)
         # Title and final address come from the page's server: inside the fence, with the text.
+        # The date is ours to show: checked to be a calendar date.
+        dated = f" (published {published})" if published else ""
         return ToolOutput(
-            heading=f"[{number}] The page's title, address and text:",
+            heading=f"[{number}] The page's title, address and text{dated}:",
             body=f"{page.title}\n{page.url}\n\n{page.text}",
             sources=[source],
         )
@@ -182,6 +201,16 @@ def _with_timeouts(tools: list[Tool[Any]], timeouts: Mapping[str, float]) -> lis
         known = ", ".join(tool.name for tool in tools)
         raise ConfigError(f"RESEARCH_BOT_TOOL_TIMEOUTS names no tool: {unknown} (tools: {known})")
     return [dataclasses.replace(t, timeout_s=timeouts.get(t.name, t.timeout_s)) for t in tools]
+
+
+def _known_date(registry: SourceRegistry, *urls: str) -> str | None:
+    """The date a source already numbered under one of `urls` carries (a search result's)."""
+    for url in urls:
+        number = registry.number(url)
+        known = registry.get(number) if number else None
+        if known and known.published:
+            return known.published
+    return None
 
 
 def _via(answer: SearchAnswer) -> str:

@@ -1,26 +1,25 @@
 """Web search behind one interface: Tavily, Brave (bot/agent/web/brave.py), the key-less ddgs
-fallback, and the chain of them."""
+fallback (bot/agent/web/keyless.py), and the chain of them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Any, Protocol, Self, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 import httpx
-from ddgs import DDGS
-from ddgs import exceptions as ddgs_errors
 from pydantic import BaseModel, Field, ValidationError
 from tavily import AsyncTavilyClient
-from tavily import errors as tavily_errors
 
 from bot.agent.report.model import Source
 from bot.agent.urls import normalize_url
 from bot.agent.web.brave import BraveSearch
+from bot.agent.web.dates import Recency, iso_date
+from bot.agent.web.keyless import DdgsSearch
 from bot.agent.web.listing import SNIPPET_CHARS, clip
+from bot.agent.web.search_failures import FAILURES, SearchProviderError, describe_failure
 from bot.config import Settings
 from bot.errors import ConfigError, ToolError
 
@@ -36,67 +35,17 @@ class SearchProvider(Protocol):
 
     name: str
 
-    async def search(self, query: str, max_results: int) -> list[Source]: ...
+    async def search(
+        self, query: str, max_results: int, recency: Recency | None = None
+    ) -> list[Source]:
+        """Up to `max_results` sources; `recency`: only those of the past day, week, month or
+        year (news, where the engine keeps news apart)."""
+        ...
 
 
 @runtime_checkable
 class _Closable(Protocol):
     async def aclose(self) -> None: ...
-
-
-class SearchProviderError(ToolError):
-    """A provider answered, but with something we cannot use."""
-
-
-# What a provider raises when its service is down, slow, rate limited or refuses us: the chain
-# moves on. Anything else is a bug and propagates.
-FAILURES: tuple[type[BaseException], ...] = (
-    ToolError,
-    tavily_errors.InvalidAPIKeyError,
-    tavily_errors.MissingAPIKeyError,
-    tavily_errors.UsageLimitExceededError,
-    tavily_errors.ForbiddenError,
-    tavily_errors.BadRequestError,
-    tavily_errors.TimeoutError,
-    tavily_errors.KeylessUnsupportedEndpointError,
-    httpx.HTTPError,
-    ddgs_errors.DDGSException,
-    TimeoutError,
-)
-
-_TIMEOUTS = (
-    tavily_errors.TimeoutError,
-    ddgs_errors.TimeoutException,
-    httpx.TimeoutException,
-    TimeoutError,
-)
-
-# First match wins, so subclasses come before their bases.
-_LABELS: tuple[tuple[type[BaseException], str], ...] = (
-    (tavily_errors.InvalidAPIKeyError, "invalid API key (401)"),
-    (tavily_errors.UsageLimitExceededError, "rate or usage limit (429)"),
-    (tavily_errors.ForbiddenError, "forbidden or plan limit (403/432/433)"),
-    (tavily_errors.BadRequestError, "bad request (400)"),
-    (tavily_errors.MissingAPIKeyError, "no API key"),
-    (ddgs_errors.RatelimitException, "rate limited"),
-    (SearchProviderError, "unusable answer"),
-    (ToolError, ""),
-    (httpx.HTTPError, "network error"),
-    (ddgs_errors.DDGSException, "failed"),
-)
-
-
-def describe_failure(exc: BaseException) -> str:
-    """A short, user-safe reason for a provider failure, chosen by exception type."""
-    if isinstance(exc, httpx.HTTPStatusError):
-        return f"HTTP {exc.response.status_code}"
-    if isinstance(exc, _TIMEOUTS):
-        return "timed out"
-    label = next((text for kind, text in _LABELS if isinstance(exc, kind)), type(exc).__name__)
-    detail = " ".join(str(exc).split())
-    if not label or not detail:
-        return clip(label or detail, 160) or type(exc).__name__
-    return clip(f"{label}: {detail}", 160)
 
 
 def dedupe(sources: Iterable[Source]) -> list[Source]:
@@ -115,6 +64,8 @@ class _TavilyResult(BaseModel):
     url: str
     title: str = ""
     content: str = ""
+    published_date: str | None = None
+    """Sent for `topic="news"` only."""
 
 
 class _TavilyAnswer(BaseModel):
@@ -137,12 +88,16 @@ class TavilySearch:
         self._http = httpx.AsyncClient(base_url=base, timeout=timeout_s)
         self._client = AsyncTavilyClient(api_key=api_key, api_base_url=base, client=self._http)
 
-    async def search(self, query: str, max_results: int) -> list[Source]:
+    async def search(
+        self, query: str, max_results: int, recency: Recency | None = None
+    ) -> list[Source]:
         try:
             raw = await self._client.search(
                 query,
                 search_depth="basic",
-                topic="general",
+                # News carries each result's date; `time_range` limits either topic.
+                topic="news" if recency else "general",
+                time_range=recency,
                 max_results=max(1, min(max_results, TAVILY_MAX_RESULTS)),
                 timeout=self._timeout_s,
             )
@@ -159,43 +114,16 @@ class TavilySearch:
             raise SearchProviderError("the answer had an unexpected shape") from exc
         return [
             Source(
-                url=hit.url, title=clip(hit.title, 200), snippet=clip(hit.content, SNIPPET_CHARS)
+                url=hit.url,
+                title=clip(hit.title, 200),
+                snippet=clip(hit.content, SNIPPET_CHARS),
+                published=iso_date(hit.published_date),
             )
             for hit in answer.results
         ]
 
     async def aclose(self) -> None:
         await self._http.aclose()
-
-
-class _DdgsRow(BaseModel):
-    href: str
-    title: str = ""
-    body: str = ""
-
-
-class DdgsSearch:
-    """The key-less fallback: the synchronous `ddgs` metasearch, run in a worker thread."""
-
-    name = "ddgs"
-
-    def __init__(self, *, timeout_s: int = 10) -> None:
-        self._timeout_s = timeout_s
-
-    async def search(self, query: str, max_results: int) -> list[Source]:
-        rows = await asyncio.to_thread(self._search_sync, query, max(1, max_results))
-        try:
-            hits = [_DdgsRow.model_validate(row) for row in rows]
-        except ValidationError as exc:
-            raise SearchProviderError("the answer had an unexpected shape") from exc
-        return [
-            Source(url=hit.href, title=clip(hit.title, 200), snippet=clip(hit.body, SNIPPET_CHARS))
-            for hit in hits
-        ]
-
-    def _search_sync(self, query: str, max_results: int) -> list[dict[str, Any]]:
-        # A fresh DDGS per call: it caches engine state that worker threads should not share.
-        return DDGS(timeout=self._timeout_s).text(query, max_results=max_results)
 
 
 class SearchAnswer(BaseModel):
@@ -219,17 +147,21 @@ class SearchChain:
         self.name = "+".join(provider.name for provider in self.providers)
         self._failing: dict[str, str] = {}
 
-    async def search(self, query: str, max_results: int) -> list[Source]:
+    async def search(
+        self, query: str, max_results: int, recency: Recency | None = None
+    ) -> list[Source]:
         """Up to `max_results` unique sources; `ToolError` naming each failure if none answer."""
-        return (await self.answer(query, max_results)).sources
+        return (await self.answer(query, max_results, recency)).sources
 
-    async def answer(self, query: str, max_results: int) -> SearchAnswer:
+    async def answer(
+        self, query: str, max_results: int, recency: Recency | None = None
+    ) -> SearchAnswer:
         """The sources, and which provider gave them after which failed."""
         failures: list[str] = []
         failed: list[str] = []
         for provider in self.providers:
             try:
-                found = await provider.search(query, max_results)
+                found = await _search(provider, query, max_results, recency)
             except FAILURES as exc:
                 reason = describe_failure(exc)
                 self._failed(provider.name, reason)
@@ -265,6 +197,15 @@ class SearchChain:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+async def _search(
+    provider: SearchProvider, query: str, max_results: int, recency: Recency | None
+) -> list[Source]:
+    # Without a recency, called as before it existed: a provider written then still works.
+    if recency is None:
+        return await provider.search(query, max_results)
+    return await provider.search(query, max_results, recency)
 
 
 def as_chain(provider: SearchProvider) -> SearchChain:
