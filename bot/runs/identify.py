@@ -18,6 +18,8 @@ from bot.agent.events import (
     IdentitySettled,
     Notice,
     PlanReady,
+    ReportReady,
+    ReportRevised,
     RunFinished,
     ToolCalled,
     TurnStarted,
@@ -66,6 +68,8 @@ class Settling:
     already ended, and what the step cost."""
 
     identity: Identity | None = None
+    summarized: bool = False
+    """Summarize was pressed instead of a choice (the most likely one was taken)."""
     ended: bool = False
     usage: Usage = field(default_factory=Usage)
 
@@ -125,7 +129,7 @@ class Identifying:
             events = self._inner.research(run_id, request, control)
         else:
             events = self._inner.recover(run_id, request, history, control, why=why)
-        async for event in _relayed(events, settling.usage):
+        async for event in _relayed(events, settling):
             yield event
 
     async def _settle(
@@ -145,41 +149,53 @@ class Identifying:
             return
         key = identity_key(request.topic)
         place = request.origin
-        identity = await self._store.earlier_identity(
+        earlier = await self._store.earlier_identity(
             platform=place.platform, workspace=place.workspace, key=key
         )
-        if identity is not None:
-            identity = identity.model_copy(update={"settled_by": "earlier"})
+        if earlier is not None:
+            settling.identity = earlier.model_copy(update={"settled_by": "earlier"})
         else:
-            found = await self._found(run_id, request, control, history or [])
-            if found is None:
-                return
-            for event in found.events:
-                if isinstance(event, UsageRecorded):
-                    settling.usage += event.usage
+            async for event in _relayed(self._ask(run_id, request, control, history, settling)):
                 yield event
-            if control.cancel_requested.is_set():
-                yield settling.end()
-                return
-            if not found.candidates:
-                yield Notice(message=_unsettled(request.topic, found.problem))
-                return
-            summarized = False
-            if len(found.candidates) == 1:
-                identity = Identity(company=found.candidates[0], namesakes=found.others)
-            else:
-                # Stored before the wait: after a restart the same candidates are offered again.
-                yield IdentityOffered(candidates=found.candidates, timeout_s=self._timeout_s)
-                choice = await control.wait_choice(len(found.candidates), self._timeout_s)
-                if choice.how in ("cancel", "refine"):
-                    yield settling.end(REFINE if choice.how == "refine" else None)
-                    return
-                identity, summarized = _identity(found, choice), choice.how == "summarize"
-        settling.identity = identity
-        note = settled_note(identity, self._timeout_s, summarized=summarized)
+        identity = settling.identity
+        if identity is None:
+            return
+        note = settled_note(identity, self._timeout_s, summarized=settling.summarized)
         yield IdentitySettled(identity=identity, note=note)
         kept = key if identity.settled_by in REUSED else None
         await self._store.save_identity(run_id, identity, key=kept)
+
+    async def _ask(
+        self,
+        run_id: str,
+        request: Request,
+        control: Control,
+        history: list[Event] | None,
+        settling: Settling,
+    ) -> AsyncIterator[Event]:
+        """The step, then the person when the name fits namesakes: into `settling`."""
+        found = await self._found(run_id, request, control, history or [])
+        if found is None:
+            return
+        for event in found.events:
+            if isinstance(event, UsageRecorded):
+                settling.usage += event.usage
+            yield event
+        if control.cancel_requested.is_set():
+            yield settling.end()
+        elif not found.candidates:
+            yield Notice(message=_unsettled(request.topic, found.problem))
+        elif len(found.candidates) == 1:
+            settling.identity = Identity(company=found.candidates[0], namesakes=found.others)
+        else:
+            # Stored before the wait: after a restart the same candidates are offered again.
+            yield IdentityOffered(candidates=found.candidates, timeout_s=self._timeout_s)
+            choice = await control.wait_choice(len(found.candidates), self._timeout_s)
+            if choice.how in ("cancel", "refine"):
+                yield settling.end(REFINE if choice.how == "refine" else None)
+            else:
+                settling.identity = _identity(found, choice)
+                settling.summarized = choice.how == "summarize"
 
     async def _found(
         self, run_id: str, request: Request, control: Control, history: list[Event]
@@ -234,14 +250,25 @@ def _duration(seconds: float) -> str:
 
 
 async def _relayed(
-    events: AsyncIterator[Event], spent: Usage | None = None
+    events: AsyncIterator[Event], settling: Settling | None = None
 ) -> AsyncIterator[Event]:
-    """`events`, the ending counting what settling `spent`; closed when ours is."""
+    """`events`, closed when ours is; with `settling`, the report names its company and the
+    ending counts what settling spent."""
     try:
         async for event in events:
-            if isinstance(event, RunFinished) and spent is not None:
-                event = event.model_copy(update={"usage": event.usage + spent})
+            if settling is not None:
+                event = _with_identity(event, settling)
             yield event
     finally:
         if isinstance(events, AsyncGenerator):
             await events.aclose()
+
+
+def _with_identity(event: Event, settling: Settling) -> Event:
+    if isinstance(event, RunFinished):
+        return event.model_copy(update={"usage": event.usage + settling.usage})
+    if isinstance(event, ReportReady | ReportRevised) and settling.identity is not None:
+        company = settling.identity.company.line()
+        report = event.report.model_copy(update={"company": company})
+        return event.model_copy(update={"report": report})
+    return event

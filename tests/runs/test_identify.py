@@ -11,8 +11,8 @@ from typing import Any
 from bot.agent.events import Ending, IdentityOffered, IdentitySettled
 from bot.compose import Services, open_services
 from bot.config import Settings
-from bot.domain import Request
-from tests.conftest import FAST_MODEL, Recorder
+from bot.domain import Mode, Request, RunStatus
+from tests.conftest import FAST_MODEL, TEST_MODEL, Recorder
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, reply_text, reply_tools
 from tests.fakes.tavily_api import FakeTavily
 
@@ -72,3 +72,143 @@ async def test_one_company_is_researched_at_once_and_named_in_the_brief(
     assert not any(isinstance(e, IdentityOffered) for e in recorder.events)
     assert stored == event.identity
     assert recorder.outcome.ending is Ending.COMPLETED
+    assert recorder.outcome.markdown.startswith(
+        "# Acme Robotics\n\nAcme Robotics, Inc. (acme-robotics.com; United States)\n\n*"
+    )
+
+
+async def test_namesakes_are_offered_and_research_starts_on_the_one_chosen(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(named(ACME, ACME_UK), reply_text(REPORT))
+    async with bot(settings) as services:
+        recorder = await start(services)
+        await recorder.wait_for("identity_offered")
+        assert len(anthropic_api.requests) == 1  # no research before the choice
+        assert await services.runs.choose(recorder.run.run_id, 1) is not None
+        await recorder.finished.wait()
+        late = await services.runs.choose(recorder.run.run_id, 0)
+
+    [offered] = [e for e in recorder.events if isinstance(e, IdentityOffered)]
+    assert [c.line() for c in offered.candidates] == [ACME_LINE, UK_LINE]
+    assert offered.timeout_s == 120
+    event = settled(recorder)
+    assert (event.identity.company.line(), event.identity.settled_by) == (UK_LINE, "person")
+    assert [c.line() for c in event.identity.namesakes] == [ACME_LINE]
+    assert event.note == f"Researching {UK_LINE}."
+    research = str(anthropic_api.requests[1]["system"])
+    assert f"The company researched: {UK_LINE}." in research
+    assert f"Not to be confused with: {ACME_LINE}." in research
+    assert late is None  # the run no longer waits
+    assert recorder.outcome.ending is Ending.COMPLETED
+
+
+async def test_unanswered_the_most_likely_is_taken_and_the_note_says_so(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(*[named(ACME, ACME_UK), reply_text(REPORT)] * 2)
+    async with bot(settings, choice_timeout_s=0.05) as services:
+        recorder = await start(services)
+        await recorder.finished.wait()
+        reused = await start(services)  # a guess nobody confirmed is not reused
+        await reused.wait_for("identity_offered")
+        await reused.finished.wait()
+
+    event = settled(recorder)
+    assert (event.identity.company.line(), event.identity.settled_by) == (ACME_LINE, "timeout")
+    assert event.note == (
+        f"Researching {ACME_LINE}: nobody chose within 0 seconds, so the most likely one was taken."
+    )
+    assert f"The company researched: {ACME_LINE}." in str(anthropic_api.requests[1]["system"])
+    assert recorder.outcome.ending is Ending.COMPLETED
+
+
+async def test_none_of_these_ends_the_run_and_says_how_to_ask_again(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(named(ACME, ACME_UK))
+    async with bot(settings) as services:
+        recorder = await start(services)
+        await recorder.wait_for("identity_offered")
+        await services.runs.choose(recorder.run.run_id, None)
+        await recorder.finished.wait()
+        stored = await services.store.get_run(recorder.run.run_id)
+
+    assert recorder.outcome.ending is Ending.CANCELLED
+    assert recorder.outcome.error == (
+        "None of those companies was the one meant: start again with a more specific name, "
+        "e.g. adding its website or its country."
+    )
+    assert (stored.status, stored.error) == (RunStatus.CANCELLED, recorder.outcome.error)
+    assert len(anthropic_api.requests) == 1
+    assert not any(isinstance(e, IdentitySettled) for e in recorder.events)
+
+
+async def test_cancel_while_waiting_ends_the_run_cancelled(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(named(ACME, ACME_UK))
+    async with bot(settings) as services:
+        recorder = await start(services)
+        await recorder.wait_for("identity_offered")
+        await services.runs.control(recorder.run.run_id, "cancel")
+        await recorder.finished.wait()
+
+    assert (recorder.outcome.ending, recorder.outcome.error) == (Ending.CANCELLED, None)
+    assert len(anthropic_api.requests) == 1
+    assert recorder.outcome.usage.input_tokens > 0  # the identity call is counted
+
+
+async def test_summarize_while_waiting_takes_the_most_likely_at_once(
+    settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    anthropic_api.script(named(ACME, ACME_UK), reply_text(REPORT))
+    async with bot(settings) as services:
+        recorder = await start(services)
+        await recorder.wait_for("identity_offered")
+        await services.runs.control(recorder.run.run_id, "summarize")
+        await recorder.finished.wait()
+
+    event = settled(recorder)
+    assert event.identity.company.line() == ACME_LINE
+    assert event.note == (
+        f"Researching {ACME_LINE}: Summarize was pressed before anyone chose, so the most "
+        "likely one was taken."
+    )
+    assert recorder.outcome.ending is Ending.COMPLETED  # the research itself was not cut short
+
+
+async def test_a_later_run_of_the_same_company_reuses_its_identity(
+    settings: Settings, anthropic_api: FakeAnthropic, tavily: FakeTavily
+) -> None:
+    anthropic_api.script(named(ACME, ACME_UK), reply_text(REPORT), reply_text(REPORT))
+    async with bot(settings) as services:
+        first = await start(services)
+        await first.wait_for("identity_offered")
+        await services.runs.choose(first.run.run_id, 1)
+        await first.finished.wait()
+        later = await start(services, "  acme ROBOTICS ")
+        await later.finished.wait()
+
+    assert [r.query for r in tavily.requests] == ["Acme Robotics"]
+    assert [r["model"] for r in anthropic_api.requests] == [FAST_MODEL, TEST_MODEL, TEST_MODEL]
+    event = settled(later)
+    assert (event.identity.company.line(), event.identity.settled_by) == (UK_LINE, "earlier")
+    assert event.note == f"Researching {UK_LINE}, as an earlier run here settled."
+    assert f"The company researched: {UK_LINE}." in str(anthropic_api.requests[2]["system"])
+    assert not any(isinstance(e, IdentityOffered) for e in later.events)
+
+
+async def test_a_contracts_search_names_a_market_and_settles_nothing(
+    settings: Settings, anthropic_api: FakeAnthropic, tavily: FakeTavily
+) -> None:
+    anthropic_api.script(reply_text("# Road tenders\n\n## TL;DR\nNone open [1]."))
+    async with bot(settings) as services:
+        recorder = Recorder()
+        request = Request(topic="road maintenance, Ireland", mode=Mode.CONTRACTS)
+        await services.runs.submit(request, recorder)
+        await recorder.finished.wait()
+
+    assert tavily.requests == []
+    assert [r["model"] for r in anthropic_api.requests] == [TEST_MODEL]
+    assert not any(e.kind.startswith("identity_") for e in recorder.events)

@@ -43,6 +43,8 @@ class Report(BaseModel):
     sources: list[Source] = Field(default_factory=list)
     """Numbered from 1 in this order; every `[n]` in the text points here."""
     mode: str = "company"
+    company: str = ""
+    """The company researched, as the run settled it (`Company.line()`); empty when it did not."""
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     from_evidence_only: bool = False
     language: str = "en"
@@ -173,6 +175,7 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
     out = [
         f"# {report.title}",
         "",
+        *([_plain(report.company), ""] if report.company else []),
         f"*{kind} · {report.created_at:%Y-%m-%d}*",
         "",
         f"## {words.tldr}",
@@ -192,6 +195,11 @@ def render_markdown(report: Report, run: RunRecord, ending: str) -> str:
         out += ["---", ""]
     out += [run_line(run, ending, report.language), ""]
     return "\n".join(out)
+
+
+def _plain(text: str) -> str:
+    """Text from the web shown as itself in Markdown: no link, emphasis or heading of its own."""
+    return re.sub(r"([\\`*_\[\]<>#|!])", r"\\\1", " ".join(text.split()))
 
 
 def _source_line(n: int, source: Source, seen_only: str) -> str:
