@@ -89,8 +89,8 @@ SYNTHESIZE_NOW = {
 def synthesis_instruction(why: str) -> str:
     return (
         f"{SYNTHESIZE_NOW[why]} Do not call any tools. Write the final report now from what "
-        "you have gathered, in the required shape, citing sources by their numbers. Say "
-        "clearly which parts could not be researched."
+        "you have gathered: the report alone, from its `# ` title, in the required shape, "
+        "citing sources by their numbers. Say clearly which parts could not be researched."
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.agent.brief import Effort, for_stage
 from bot.agent.calls import Limits, model_call
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
@@ -37,9 +38,10 @@ from bot.agent.events import (
     Usage,
     UsageRecorded,
 )
-from bot.agent.followup.answer import answer_report, revised_report
+from bot.agent.followup.answer import AnswerAlone, answer_report, revised_report
 from bot.agent.followup.prompts import (
     ANSWER_TOOL,
+    CUT_OFF,
     FollowUpAnswer,
     answer_now,
     evidence_turn,
@@ -85,7 +87,7 @@ class FollowUpEngine:
         self._limits = limits
         self._store = store
         self._tools = [*toolbox.schemas(), tool_for(ANSWER_TOOL, FollowUpAnswer)]
-        self._steps = Steps(model, toolbox, compressor)
+        self._steps = Steps(model, AnswerAlone(toolbox), compressor, cut_off=CUT_OFF)
         self._turns_of = OneAtATime()
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
@@ -148,11 +150,13 @@ class FollowUpEngine:
         self, run_id: str, request: Request, thread: Thread, emit: Callable[[Event], None]
     ) -> RunState:
         # `task` is the question alone: the compressor condenses tool output towards it.
+        limits = self._limits
+        effort = Effort(limits.max_turns, limits.deadline_s / 60)
         run = RunState.start(
             request,
             emit,
-            time.monotonic() + self._limits.deadline_s,
-            system=system_prompt(self._limits.max_turns),
+            time.monotonic() + limits.deadline_s,
+            system=system_prompt(for_stage(thread.run.mode, request.identity, effort)),
             task=request.topic,
             run_id=run_id,
         )
@@ -241,9 +245,13 @@ class FollowUpEngine:
 
 
 def _answer_in(reply: ModelReply) -> FollowUpAnswer | None:
-    """The `answer` tool's input, when the model called it (other calls beside it are moot)."""
-    use = next((u for u in reply.tool_uses if u.name == ANSWER_TOOL), None)
-    if use is None:
+    """The `answer` tool's input, when the model called it alone (beside other calls, they run
+    and it is asked again: see `AnswerAlone`) and was not cut off while writing it."""
+    uses = reply.tool_uses
+    use = next((u for u in uses if u.name == ANSWER_TOOL), None)
+    if use is None or reply.stop_reason == "max_tokens":
+        return None
+    if any(u.name != ANSWER_TOOL for u in uses):
         return None
     try:
         return FollowUpAnswer.model_validate(use.input)
