@@ -29,7 +29,7 @@ TOPIC_CHARS = 200
 ROW_QUESTION_CHARS = 90
 ROW_ACTION_CHARS = 60
 NOTE_CHARS = 1000
-"""Untrusted text is cut to these (before escaping, so no escape is cut in half)."""
+"""Untrusted text is made inert whole, then cut to these (never inside an escape)."""
 SECTION_COMPONENTS = 3
 """A section, its text display and its accessory."""
 STEP_BADGES = 500
@@ -186,10 +186,20 @@ def _status_text(view: StatusView) -> str:
 
 
 def _notes_text(notes: Sequence[str]) -> str:
-    text = "\n".join(notes)
-    if len(text) > NOTE_CHARS:
-        text = "…" + text[-(NOTE_CHARS - 1) :]
-    return discord.utils.escape_markdown(safe_text(text))
+    """The latest lines that fit, each whole: a line cut at its start could lose the escape
+    or the link its markup belongs to."""
+    text = _neutral("\n".join(notes))
+    if len(text) <= NOTE_CHARS:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    room = NOTE_CHARS - len("…\n")
+    for line in reversed(lines):
+        if len(line) + 1 > room:
+            break
+        kept.insert(0, line)
+        room -= len(line) + 1
+    return "\n".join(["…", *kept]) if kept else _cut(lines[-1], NOTE_CHARS)
 
 
 def _colour(view: StatusView) -> discord.Colour:
@@ -199,9 +209,24 @@ def _colour(view: StatusView) -> discord.Colour:
 
 
 def _inert(text: str, limit: int) -> str:
-    """Untrusted text cut to `limit`, then made inert (no mention, no markup, web links only)."""
-    cut = text if len(text) <= limit else text[: limit - 1] + "…"
-    return discord.utils.escape_markdown(safe_text(cut))
+    """Untrusted text made inert whole, then cut to `limit`. Cut first, a link or an emphasis
+    would lose its end, and what is left of it would no longer be seen as one to defuse."""
+    return _cut(_neutral(text), limit)
+
+
+def _neutral(text: str) -> str:
+    """No mention, no markup, web links only."""
+    return discord.utils.escape_markdown(safe_text(text))
+
+
+def _cut(inert: str, limit: int) -> str:
+    """Inert text shortened to `limit` with "…": only its end goes, so nothing it escaped
+    comes loose, and never after half an escape (a lone backslash would escape the "…")."""
+    if len(inert) <= limit:
+        return inert
+    cut = inert[: limit - 1]
+    backslashes = len(cut) - len(cut.rstrip("\\"))
+    return cut[: len(cut) - backslashes % 2] + "…"
 
 
 def _text_length(item: ui.Item[Any]) -> int:
