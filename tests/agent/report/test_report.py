@@ -95,3 +95,18 @@ def test_markdown_has_numbered_sources_and_a_footer() -> None:
     assert "1. [Title of https://a.example](https://a.example)" in markdown
     assert "Run `abc234defg` · 3 turns · ending: completed" in markdown
     assert "$0.0123" in markdown
+
+
+def test_text_before_the_title_is_dropped_and_a_report_without_a_title_parses_as_before() -> None:
+    reg = registry("https://a.example")
+    chatty = "Based on my research, here is the report:\n\n# Acme\n\n## TL;DR\n- Grows.\n"
+    report = parse_report(chatty, reg, topic="Acme", mode="company")
+    assert (report.title, report.tldr, report.sections) == ("Acme", "- Grows.", [])
+
+    untitled = "Acme makes robots.\n\n## TL;DR\n- Grows.\n\n## People\nNone found.\n"
+    report = parse_report(untitled, reg, topic="Acme", mode="company")
+    assert report.title == "Research: Acme"
+    assert [(s.heading, s.body) for s in report.sections] == [
+        ("Overview", "Acme makes robots."),
+        ("People", "None found."),
+    ]
