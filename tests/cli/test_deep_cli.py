@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import world_env
-from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.deep_script import QUESTIONS, DeepScript
+from tests.fakes.anthropic_api import FakeAnthropic, Scripted, error
+from tests.fakes.deep_script import QUESTIONS, DeepScript, forced
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import ARTICLE_PATH, FakeWeb
 from tests.process import Cli
@@ -102,3 +103,23 @@ async def test_a_deep_run_says_the_same_number_of_turns_everywhere(
     footer = re.search(r" · (\d+) turns · ending: ", Path(out.strip()).read_text())
     assert footer
     assert int(said[1]) == json.loads(history)[0]["turns"] == int(footer[1])
+
+
+async def test_a_deep_run_whose_writers_all_fail_says_failed_once(
+    cli: Cli, script: DeepScript, anthropic_api: FakeAnthropic
+) -> None:
+    async def writers_down(body: dict[str, Any]) -> Scripted:
+        # The planner and the researchers answer; every write-up after them fails (the
+        # supervisor's and the final one), so the findings become the report.
+        if forced(body) in (None, "submit_plan", "submit_finding"):
+            return await script(body)
+        return error(500, "api_error", "fake: writer down", should_retry=False)
+
+    anthropic_api.responder = writers_down
+    code, out, err = await cli.run("research", "Acme Robotics", "--depth", "deep")
+
+    assert code == 0, err
+    assert Path(out.strip()).read_text().startswith("# ")
+    ending = err[err.index("\nDone (") :]
+    assert re.match(r"\nDone \(report built from the sources found\) · \d+ turns", ending), err
+    assert ending.count("failed") == 1, ending  # the TL;DR's "The final write-up failed, …"

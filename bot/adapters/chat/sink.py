@@ -70,12 +70,16 @@ FAILED_WRITE_UPS = {
 """Why the write-up failed, for the endings whose cause is known; others say `write-up failed`."""
 
 
-def ending_label(ending: str, *, has_report: bool = True) -> str:
+def ending_label(ending: str, *, has_report: bool = True, failure_told: bool = False) -> str:
+    """`failure_told`: what failed is said right after (the TL;DR of a report built from the
+    sources says it), so a failed write-up's label does not say `write-up failed` again."""
     if ending.endswith("_synthesis_failed"):
         if not has_report:
             return "Failed: nothing could be written up"
-        why = FAILED_WRITE_UPS.get(ending, "write-up failed")
-        return f"Done ({why}: report built from the sources found)"
+        why = FAILED_WRITE_UPS.get(ending)
+        if why is None and failure_told:
+            return "Done (report built from the sources found)"
+        return f"Done ({why or 'write-up failed'}: report built from the sources found)"
     return ENDING_LABELS.get(ending, ending)
 
 
@@ -288,8 +292,12 @@ def deep_milestone(event: Event) -> str | None:
 
 
 def outcome_summary(outcome: Outcome) -> str:
-    """The closing thread reply: what happened, the TL;DR, turns, time and cost."""
-    label = ending_label(outcome.ending, has_report=outcome.report is not None)
+    """The closing thread reply: what happened, the TL;DR, turns, time and cost. What failed
+    is said once: a report written from evidence says it in its TL;DR, and then neither the
+    label nor the error line says it again."""
+    tldr = outcome.report.tldr if outcome.report is not None else ""
+    told = bool(outcome.error and outcome.error in tldr)
+    label = ending_label(outcome.ending, has_report=outcome.report is not None, failure_told=told)
     lines = [
         f"{label} · {counted(outcome.turns, 'turn')} · {outcome.duration_s:.0f}s · "
         f"{format_cost(outcome.usage.cost_usd)}"
@@ -298,10 +306,8 @@ def outcome_summary(outcome: Outcome) -> str:
         lines.append("Posted after a restart: it could not be delivered when the run ended.")
     elif outcome.recovered:
         lines.append("This run was interrupted by a restart and finished from what it had found.")
-    tldr = outcome.report.tldr if outcome.report is not None else ""
     if outcome.report is not None:
         lines.append(f"{frame(outcome.report.language).tldr}: {tldr}")
-    # A report written from evidence says what failed in its TL;DR: once is enough.
-    if outcome.error and outcome.error not in tldr:
+    if outcome.error and not told:
         lines.append(outcome.error)
     return "\n".join(lines)

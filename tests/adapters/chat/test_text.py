@@ -67,7 +67,14 @@ def test_what_failed_is_said_once_when_the_tldr_already_says_it() -> None:
     fallback = REPORT.model_copy(update={"tldr": f"{why} This report lists what was found."})
     outcome = Outcome(ending=Ending.ERROR_SYNTHESIS_FAILED, report=fallback, error=why)
 
-    assert outcome_summary(outcome).count("failed") == 2  # the label, then the TL;DR
+    summary = outcome_summary(outcome)
+    assert summary.count("failed") == 1  # in the TL;DR alone
+    assert summary.startswith("Done (report built from the sources found) · ")
+    # Where the TL;DR does not say it, the label does.
+    silent = Outcome(ending=Ending.ERROR_SYNTHESIS_FAILED, report=REPORT, error=why)
+    assert outcome_summary(silent).startswith(
+        "Done (write-up failed: report built from the sources found) · "
+    )
 
 
 def test_a_full_context_is_named_as_the_reason_for_a_sources_only_report() -> None:
