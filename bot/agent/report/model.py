@@ -59,6 +59,9 @@ class SourceRegistry:
     def __init__(self) -> None:
         self._by_url: dict[str, int] = {}
         self.sources: list[Source] = []
+        self.searched: dict[str, list[int]] = {}
+        """By search (its words folded, and its recency): the numbers it found. A run (every
+        researcher of a deep run) sends each search once; a repeat gets these back."""
 
     def add(self, source: Source) -> int:
         """The source's number; a search result read later keeps its number and becomes read."""

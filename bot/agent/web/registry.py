@@ -151,15 +151,20 @@ def research_tools(
 
     async def web_search(ctx: ToolContext, args: SearchArgs) -> ToolOutput:
         """Search the web. Returns numbered results (title, URL, snippet); cite them as [n]."""
-        answer = await chain.answer(args.query, args.max_results, args.recency)
-        results = answer.sources
-        lines = [
-            entry(ctx.registry.add(s), s.title, s.url, s.snippet, published=s.published)
-            for s in results
-        ]
         what, refine = "results", REFINE_WEB
         if args.recency:
             what, refine = f"results from the past {args.recency}", REFINE_RECENT
+        key = f"{' '.join(args.query.casefold().split())}|{args.recency or ''}"
+        if (numbers := ctx.registry.searched.get(key)) is not None:
+            return _searched_before(ctx.registry, numbers, what, args.query)
+        answer = await chain.answer(args.query, args.max_results, args.recency)
+        results = answer.sources
+        numbers = [ctx.registry.add(s) for s in results]
+        ctx.registry.searched[key] = numbers
+        lines = [
+            entry(n, s.title, s.url, s.snippet, published=s.published)
+            for n, s in zip(numbers, results, strict=True)
+        ]
         return ToolOutput(
             heading=heading(what, args.query, results, refine, via=_via(answer)),
             body="\n\n".join(lines),
@@ -201,6 +206,20 @@ def _with_timeouts(tools: list[Tool[Any]], timeouts: Mapping[str, float]) -> lis
         known = ", ".join(tool.name for tool in tools)
         raise ConfigError(f"RESEARCH_BOT_TOOL_TIMEOUTS names no tool: {unknown} (tools: {known})")
     return [dataclasses.replace(t, timeout_s=timeouts.get(t.name, t.timeout_s)) for t in tools]
+
+
+def _searched_before(
+    registry: SourceRegistry, numbers: list[int], what: str, query: str
+) -> ToolOutput:
+    """A search this run already made: its results again, from the registry, without asking the
+    provider (a model that repeats itself costs no search and learns it did)."""
+    found = [(n, s) for n in numbers if (s := registry.get(n)) is not None]
+    sources = [s for _, s in found]
+    lines = [entry(n, s.title, s.url, s.snippet, published=s.published) for n, s in found]
+    said = f"This run already searched for {query!r}: search with other words, or read a page."
+    if sources:
+        said = f"{said} Its {what}, as before:"
+    return ToolOutput(heading=said, body="\n\n".join(lines), sources=sources)
 
 
 def _known_date(registry: SourceRegistry, *urls: str) -> str | None:

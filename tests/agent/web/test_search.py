@@ -9,7 +9,8 @@ import pytest
 from ddgs import exceptions as ddgs_errors
 from tavily import errors as tavily_errors
 
-from bot.agent.report.model import Source
+from bot.agent.report.model import Source, SourceRegistry
+from bot.agent.web.registry import ToolContext, research_tools
 from bot.agent.web.search import SNIPPET_CHARS, SearchChain, TavilySearch, build_search
 from bot.config import Settings
 from bot.errors import ToolError
@@ -272,3 +273,27 @@ async def test_result_urls_that_do_not_parse_are_kept_not_raised() -> None:
     sources = await SearchChain([ScriptedProvider("odd", hits)]).search("Acme", 10)
 
     assert [s.title for s in sources] == ["broken IPv6", "unsafe under NFKC", "fine"]
+
+
+async def test_a_run_sends_each_search_once_and_a_repeat_gets_the_same_numbers_back() -> None:
+    async with FakeTavily(api_key="tvly-test", result_base="https://web.example") as tavily:
+        tavily.results_for["acme robotics"] = [
+            tavily_result("https://a.example/", "Acme Robotics", "Warehouse robots.")
+        ]
+        shared = SourceRegistry()  # a deep run's researchers share it
+        async with SearchChain([TavilySearch("tvly-test", tavily.url, timeout_s=5)]) as chain:
+            tools = research_tools(chain, None, timeout_s=5)  # type: ignore[arg-type]  # no reads
+            first = await tools.call(ToolContext(shared), "web_search", {"query": "acme robotics"})
+            again = await tools.call(
+                ToolContext(shared), "web_search", {"query": " Acme  ROBOTICS"}
+            )
+            recent = await tools.call(
+                ToolContext(shared), "web_search", {"query": "acme robotics", "recency": "week"}
+            )
+
+    assert [r.query for r in tavily.requests] == ["acme robotics", "acme robotics"]
+    assert not again.is_error
+    assert again.output.heading.startswith("This run already searched for ' Acme  ROBOTICS'")
+    assert again.output.body == first.output.body  # the same [1], not a new number
+    assert [s.url for s in again.output.sources] == ["https://a.example/"]
+    assert "already searched" not in recent.output.heading  # another search: it was sent
