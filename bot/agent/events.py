@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from bot.agent.deep.schema import Finding, SubQuestion
+from bot.agent.deep.schema import Coverage, Finding, SubQuestion
 from bot.agent.report.model import Report, Source
 from bot.domain import Company, Identity
 
@@ -248,12 +248,26 @@ class FindingReady(_Event):
 
 
 class DraftReady(_Event):
-    """The supervisor's draft from the findings (seed 004's draft_report)."""
+    """The supervisor's draft from the findings: no longer written (a coverage check is), kept
+    so that runs stored before still load."""
 
     kind: Literal["draft_ready"] = "draft_ready"
     draft: str
     gaps: list[str] = Field(default_factory=list)
     round: int = 1
+
+
+class CoverageChecked(_Event):
+    """The supervisor checked the findings against the report's required sections; its gaps
+    (round 1 only) send one more round of researchers."""
+
+    kind: Literal["coverage_checked"] = "coverage_checked"
+    check: Coverage
+    round: int = 1
+
+    @property
+    def gaps(self) -> list[str]:
+        return [gap.question for gap in self.check.gaps]
 
 
 Event = Annotated[
@@ -276,7 +290,8 @@ Event = Annotated[
     | PlanReady
     | ResearcherStarted
     | FindingReady
-    | DraftReady,
+    | DraftReady
+    | CoverageChecked,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.agent.events import (
+    CoverageChecked,
     DraftReady,
     Event,
     FindingReady,
@@ -99,9 +100,9 @@ def trajectory(run_id: str, events: list[Event]) -> dict[str, Any]:
                 from_evidence=event.from_evidence,
                 ending=event.ending,
             )
-        elif isinstance(event, DraftReady):
-            # A second round's draft replaces the first: the later one is what the report used.
-            deep["draft"] = {"text": event.draft, "gaps": event.gaps, "round": event.round}
+        elif isinstance(event, DraftReady | CoverageChecked):
+            # A second round's replaces the first: the later one is what the report used.
+            deep.update(_supervised(event))
         elif isinstance(event, RunFinished):
             ending = event.ending.value
     run = steps.get(0, _Steps())
@@ -122,6 +123,12 @@ def trajectory(run_id: str, events: list[Event]) -> dict[str, Any]:
             }
             for n in sorted(researchers)
         ]
-    if "draft" in deep:
-        result["draft"] = deep["draft"]
+    result.update((key, deep[key]) for key in ("draft", "coverage") if key in deep)
     return result
+
+
+def _supervised(event: DraftReady | CoverageChecked) -> dict[str, Any]:
+    """The supervisor's step: its coverage check, or the draft a run stored before had."""
+    if isinstance(event, CoverageChecked):
+        return {"coverage": {**event.check.model_dump(mode="json"), "round": event.round}}
+    return {"draft": {"text": event.draft, "gaps": event.gaps, "round": event.round}}

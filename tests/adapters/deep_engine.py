@@ -1,5 +1,5 @@
 """A scripted deep run for the front-end tests: a plan of two sub-questions, two researchers
-side by side, a draft, the report. No model, no sleeps.
+side by side, the coverage check, the report. No model, no sleeps.
 
 It parks (see `parked`) once researcher 1 is done and researcher 2 is reading a page, until
 `release`; then researcher 2 finishes at its turn limit and the run writes up.
@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from bot.agent.control import Control
-from bot.agent.deep.schema import Finding, SubQuestion
+from bot.agent.deep.schema import Coverage, Finding, SectionCoverage, SubQuestion
 from bot.agent.events import (
-    DraftReady,
+    CoverageChecked,
     Ending,
     Event,
     FindingReady,
@@ -35,6 +35,12 @@ from tests.adapters.scripted_engine import ScriptedEngine
 FUNDING = "Who funds Acme Robotics?"
 HOSTILE = "What does Acme sell <!here> to @everyone and <@123456789012345678>?"
 """Researcher 2's sub-question: the model's text, which must ping nobody wherever it shows."""
+CHECK = Coverage(
+    sections=[
+        SectionCoverage(section="Overview", status="covered"),
+        SectionCoverage(section="Funding and financials", status="thin", note="one VC name"),
+    ]
+)
 
 
 class DeepScriptedEngine(ScriptedEngine):
@@ -74,7 +80,7 @@ class DeepScriptedEngine(ScriptedEngine):
             finding=Finding(topic=HOSTILE, summary="Robots [3].", read=[3, 4], seen=[2]),
             ending="max_turns",
         )
-        yield DraftReady(draft="# Acme\nVCs [1], robots [3].")
+        yield CoverageChecked(check=CHECK)
         yield SynthesisStarted(turn=1, reason="completed")
         report = Report(
             title="Acme Robotics",

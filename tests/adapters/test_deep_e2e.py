@@ -41,7 +41,7 @@ def script(anthropic_api: FakeAnthropic, web: FakeWeb) -> DeepScript:
 
 def assert_deep_milestones(texts: list[str]) -> None:
     """The thread (each reply batches milestones, one `• …` line each): the plan, one finding
-    per researcher in the order they finished, then the draft."""
+    per researcher in the order they finished, then the coverage check."""
     lines = [line for text in texts for line in text.splitlines()]
     plan = lines.index("• Plan: 3 researchers")
     assert lines[plan + 1 : plan + 4] == [f"{n}. {q}" for n, q in enumerate(QUESTIONS, 1)]
@@ -49,7 +49,8 @@ def assert_deep_milestones(texts: list[str]) -> None:
     assert sorted(lines[i] for i in findings) == [
         f"• Finding {n} done: {q} (4 sources, high confidence)" for n, q in enumerate(QUESTIONS, 1)
     ]
-    assert plan < min(findings) and max(findings) < lines.index("• Draft written")
+    checked = lines.index("• Coverage checked: 2 of 8 sections covered, 6 missing")
+    assert plan < min(findings) and max(findings) < checked
 
 
 # -- Slack ----------------------------------------------------------------------------------

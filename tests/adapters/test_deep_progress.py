@@ -106,7 +106,7 @@ async def test_slack_shows_each_researcher_and_posts_milestones(
         f"• Plan: 2 researchers\n1. {FUNDING}\n2. {SLACK_HOSTILE}",
         f"• Finding 1 done: {FUNDING} (2 sources, high confidence)",
         f"• Finding 2 done: {SLACK_HOSTILE} (3 sources, medium confidence, turn limit reached)\n"
-        "• Draft written",
+        "• Coverage checked: 1 of 2 sections covered, 1 thin",
     ]
     sent = " ".join(c.dump() for c in slack.calls)
     assert not any(ping in sent for ping in SLACK_PINGS)
@@ -142,7 +142,7 @@ async def test_discord_shows_each_researcher_and_posts_milestones(tmp_path: Path
         "• Finding 2 done: What does Acme sell <!here> to @\u2060everyone and "
         "<@\u200b123456789012345678>? (3 sources, medium confidence, turn limit reached)",
     ]
-    assert milestones[-1].endswith("\n• Draft written")
+    assert milestones[-1].endswith("\n• Coverage checked: 1 of 2 sections covered, 1 thin")
     # A researcher's searches and reads are its row, not thread replies.
     assert not any("Searched:" in t or "Reading:" in t for t in texts)
     payloads = message_payloads(fake)
@@ -249,4 +249,4 @@ async def test_terminal_lines_say_which_researcher_did_what() -> None:
     assert "[researcher 2] Reading: docs.example/acme" in lines
     assert not [line for line in lines if line.startswith("[turn")]
     assert f"Finding 2 done: {HOSTILE} (3 sources, medium confidence, turn limit reached)" in lines
-    assert "Draft written" in lines
+    assert "Coverage checked: 1 of 2 sections covered, 1 thin" in lines

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from bot.agent.brief import SECTIONS
+from bot.domain import Mode
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, Scripted, error
 from tests.fakes.deep_script import QUESTIONS, DeepScript, forced
@@ -44,21 +46,21 @@ async def test_a_deep_run_from_the_terminal_writes_the_report_and_keeps_its_rese
     markdown = path.read_text()
     assert markdown.startswith(f"# {script.title}\n")
     headings = re.findall(r"^## (.+)$", markdown, re.M)
-    assert headings == ["TL;DR", "Business", "Conclusion", "Sources"]
+    assert headings == ["TL;DR", *SECTIONS[Mode.COMPANY], "Sources"]
     # Every source of every researcher, once: three searches' three results and the article.
     sources = re.findall(r"^\d+\. \[.+\]\((\S+)\)", markdown, re.M)
     assert len(sources) == len(set(sources)) == 10
     assert f"{web.url}{ARTICLE_PATH}" in sources
     assert "ending: completed" in markdown
 
-    # The progress names the plan, then who searched what, each finding and the draft.
+    # The progress names the plan, then who searched what, each finding and the coverage check.
     assert (
         "Plan: 3 researchers\n" + "".join(f"{n}. {q}\n" for n, q in enumerate(QUESTIONS, 1)) in err
     )
     for agent in (1, 2, 3):
         assert re.search(rf"\[researcher {agent}\] Searched: ", err), err
         assert re.search(rf"Finding {agent} done: .+ \(4 sources, high confidence\)", err), err
-    assert err.index("Plan: 3") < err.index("Finding") < err.index("Draft written")
+    assert err.index("Plan: 3") < err.index("Finding") < err.index("Coverage checked: 2 of 8")
     assert "Writing the report" in err and re.search(r"^Done · \d+ turns", err, re.M), err
 
     code, out, _ = await cli.run("show", run_id, "--trajectory", "--json")
@@ -76,7 +78,11 @@ async def test_a_deep_run_from_the_terminal_writes_the_report_and_keeps_its_rese
         finding = researcher["finding"]
         assert finding["summary"].startswith(f"On {researcher['question']}: ")
         assert finding["read"] == [10] and len(finding["seen"]) == 3
-    assert steps["draft"]["text"].startswith("## Business")
+    assert steps["coverage"]["sections"][0] == {
+        "section": "Overview",
+        "status": "covered",
+        "note": "",
+    }
     assert steps["turns"][-1]["final"] is True and steps["turns"][-1]["synthesis"] is True
 
     code, out, _ = await cli.run("history", "--json")

@@ -2,8 +2,8 @@
 
 Researchers run in parallel, so replies cannot come from one queue in order: `DeepScript` is a
 `responder` that reads each request (its forced tool, its sub-question, how many turns its
-conversation has) and answers as the planner, a researcher, the supervisor or the writer
-would. Knobs make any step fail or come back malformed.
+conversation has) and answers as the planner, a researcher, the supervisor (its coverage
+check) or the writer would. Knobs make any step fail, come back malformed or cut off.
 """
 
 from __future__ import annotations
@@ -71,18 +71,23 @@ class DeepScript:
     questions: list[str] = field(default_factory=lambda: list(QUESTIONS))
     plan: str = "ok"
     """ok | malformed (twice: the fixed plan is used) | malformed_once"""
+    plan_turns: int | None = None
+    """The turns the plan gives each researcher (None: it leaves them to the settings)."""
     failing: set[str] = field(default_factory=set)
     """Sub-questions whose researcher's model calls fail."""
     failing_late: set[str] = field(default_factory=set)
     """Sub-questions whose researcher searches and reads, then fails to write its finding."""
-    draft: str = "ok"
+    cut_off: set[str] = field(default_factory=set)
+    """Sub-questions whose researcher's first reply after reading is cut off at max_tokens."""
+    supervisor: str = "ok"
     """ok | fail | gaps (asks one more round)"""
+    other_entity: list[int] = field(default_factory=list)
+    """Researchers the supervisor finds to be about another company."""
     final: str = "ok"
     """ok | fail"""
     findings: str = "plain"
     """plain | report: each finding written like a whole report, as models often do (its own
     `#` title repeating the sub-question, its own sources list linking every page it cites)"""
-    draft_chars: int = 1_200
     title: str = "Acme Robotics: deep profile"
     read_delay_s: float = 0.0
     """How long each researcher's second turn (reading a page) takes to come back."""
@@ -96,6 +101,8 @@ class DeepScript:
     searched: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when a researcher asks for its second turn (its search results are in)."""
     calls: list[str] = field(default_factory=list)
+    """What was asked, in order: plan, researcher:<question>, draft (the supervisor's call),
+    final, judge, summarize."""
     _plans: int = 0
 
     async def __call__(self, body: dict[str, Any]) -> Scripted:
@@ -105,9 +112,9 @@ class DeepScript:
             if self.plan_gate is not None:
                 await self.plan_gate.wait()
             return self._plan()
-        if name == "submit_draft":
+        if name == "submit_coverage":
             self.calls.append("draft")
-            return self._draft(body)
+            return self._coverage(body)
         if name == "submit_report":
             self.calls.append("final")
             if self.final == "fail":
@@ -118,7 +125,7 @@ class DeepScript:
             return reply_text("no verdicts")
         if "submit_finding" in tools:
             return await self._researcher(body, name)
-        # The fast model summarizing a long text (a draft over 50k characters, a long finding).
+        # The fast model summarizing a long text (a long finding).
         self.calls.append("summarize")
         return reply_text("SUMMARY OF THE REST.")
 
@@ -128,7 +135,10 @@ class DeepScript:
         if self.plan == "malformed" or (self.plan == "malformed_once" and self._plans == 1):
             return forced_reply("submit_plan", {"questions": [{"question": "x"}]})
         questions = [{"question": q, "priority": 1 + i % 3} for i, q in enumerate(self.questions)]
-        return forced_reply("submit_plan", {"questions": questions})
+        plan: dict[str, Any] = {"questions": questions}
+        if self.plan_turns is not None:
+            plan["turns"] = self.plan_turns
+        return forced_reply("submit_plan", plan)
 
     async def _researcher(self, body: dict[str, Any], name: str | None) -> Scripted:
         question = question_of(body)
@@ -138,6 +148,8 @@ class DeepScript:
         turns = sum(1 for m in body["messages"] if m["role"] == "assistant")
         if question in self.failing_late and turns >= 2:
             return error(500, "api_error", "fake: researcher down", should_retry=False)
+        if question in self.cut_off and turns == 2:
+            return reply([{"type": "text", "text": "On " + question + ": Acme"}], "max_tokens")
         if name == "submit_finding" or turns >= 2:
             shown = numbers_shown(body)
             summary = f"On {question}: Acme Robotics builds warehouse robots " + "".join(
@@ -178,19 +190,27 @@ class DeepScript:
         listed.append("https://never-retrieved.example/acme")
         return f"# {question}\n\n{summary}\n\n## Sources\n\n" + "\n".join(listed)
 
-    def _draft(self, body: dict[str, Any]) -> Scripted:
-        if self.draft == "fail":
+    def _coverage(self, body: dict[str, Any]) -> Scripted:
+        if self.supervisor == "fail":
             return error(500, "api_error", "fake: supervisor down", should_retry=False)
-        gaps = [{"question": "Who are Acme Robotics' customers?"}] if self.draft == "gaps" else []
-        if "There is no further round" in first_user_text(body):
+        prompt = first_user_text(body)
+        gaps = (
+            [{"question": "Who are Acme Robotics' customers?"}] if self.supervisor == "gaps" else []
+        )
+        if "There is no further round" in prompt:
             gaps = []
-        head = "## Business\n\nAcme Robotics builds warehouse robots [1].\n"
-        text = head + "Detail. " * ((self.draft_chars - len(head)) // 8)
-        return forced_reply("submit_draft", {"draft": text, "gaps": gaps})
+        sections = [
+            {"section": name, "status": "covered" if n < 2 else "missing"}
+            for n, name in enumerate(required_sections(prompt, "for each required section ("))
+        ]
+        check = {"sections": sections, "gaps": gaps, "other_entity": self.other_entity}
+        return forced_reply("submit_coverage", check)
 
     def _final(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The report in the sections the prompt asks for, in its order."""
         prompt = first_user_text(body)
         german = "German" in prompt
+        names = required_sections(prompt, "their headings translated: ")
         return {
             "title": "Acme Robotics: Tiefenprofil" if german else self.title,
             "executive_summary": (
@@ -199,8 +219,15 @@ class DeepScript:
                 else "Acme Robotics builds warehouse robots [1]."
             ),
             "sections": [
-                {"heading": "Geschäft" if german else "Business", "body": "Founded in 2015 [2]."},
-                {"heading": "Fazit" if german else "Conclusion", "body": "A solid company [1]."},
+                {"heading": name, "body": "Founded in 2015 [2]." if n else "Robots [1]."}
+                for n, name in enumerate(names or ["Business"])
             ],
-            "confidence": "high",
         }
+
+
+def required_sections(prompt: str, after: str) -> list[str]:
+    """The section names a supervisor's or writer's prompt lists after `after`, `; `-separated."""
+    if after not in prompt:
+        return []
+    listed = prompt.split(after, 1)[1]
+    return [name.strip() for name in re.split(r"[).]", listed, maxsplit=1)[0].split(";")]

@@ -29,7 +29,7 @@ from bot.adapters.chat.sink import (
     outcome_summary,
 )
 from bot.agent.events import (
-    DraftReady,
+    CoverageChecked,
     Event,
     Notice,
     ProviderSwitched,
@@ -261,8 +261,8 @@ class ChatProgress:
             view.cost_usd = add_costs(view.cost_usd, event.usage.cost_usd)
         elif isinstance(event, SynthesisStarted):
             view.state, view.action = "Writing the report", ""
-        elif isinstance(event, DraftReady):
-            view.state = "Researching the draft's gaps" if event.gaps else "Draft written"
+        elif isinstance(event, CoverageChecked):
+            view.state = "Researching the gaps" if event.gaps else "Coverage checked"
         else:
             return row_changed
         return True

@@ -17,7 +17,7 @@ from bot.adapters.chat.calls import counted as counted
 from bot.adapters.chat.calls import describe_call as describe_call
 from bot.adapters.chat.calls import sources_label as sources_label
 from bot.agent.events import (
-    DraftReady,
+    CoverageChecked,
     Event,
     FindingReady,
     PlanReady,
@@ -267,8 +267,8 @@ def split_text(text: str, limit: int) -> list[str]:
 
 
 def deep_milestone(event: Event) -> str | None:
-    """The thread line for a deep run's plan, a researcher's finding or the draft; else None.
-    Questions and topics are the model's: each sink escapes them."""
+    """The thread line for a deep run's plan, a researcher's finding or the coverage check, else
+    None. Questions and topics are the model's: each sink escapes them."""
     if isinstance(event, PlanReady):
         fixed = " (the fixed plan: the model's could not be used)" if event.fallback else ""
         lines = [f"Plan: {counted(len(event.questions), 'researcher')}{fixed}"]
@@ -283,11 +283,12 @@ def deep_milestone(event: Event) -> str | None:
         if event.from_evidence:
             detail += ", written from its sources"
         return f"Finding {event.agent} done: {finding.topic} ({detail})"
-    if isinstance(event, DraftReady):
+    if isinstance(event, CoverageChecked):
+        checked = f"Coverage checked: {event.check.tally()}"
         if not event.gaps:
-            return "Draft written"
+            return checked
         gaps = "\n".join(f"- {gap}" for gap in event.gaps)
-        return f"Draft written; researching its gaps:\n{gaps}"
+        return f"{checked}; researching its gaps:\n{gaps}"
     return None
 
 

@@ -12,7 +12,7 @@ from slack_sdk.models.messages.chunk import Chunk, PlanUpdateChunk, TaskUpdateCh
 from bot.adapters.chat.sink import describe_call, sources_label
 from bot.adapters.slack.render import safe_plain
 from bot.agent.events import (
-    DraftReady,
+    CoverageChecked,
     Event,
     FindingReady,
     PlanReady,
@@ -85,9 +85,9 @@ class StreamPlan:
             return self._finished(event)
         elif isinstance(event, FindingReady):
             return self._found(event)
-        elif isinstance(event, DraftReady):
+        elif isinstance(event, CoverageChecked):
             gaps = f"; researching {len(event.gaps)} gaps" if event.gaps else ""
-            self._set(DRAFT, Task(f"Draft written{gaps}", status="complete"))
+            self._set(DRAFT, Task(f"Coverage checked{gaps}", status="complete"))
         elif isinstance(event, SynthesisStarted):
             self._set(WRITE_UP, Task("Writing the report"))
         elif isinstance(event, ProviderSwitched):

@@ -1,10 +1,13 @@
-"""Deep research (seed 004): a plan, researchers in parallel, a supervisor's draft, a final report.
+"""Deep research (seed 004): a plan, researchers in parallel, a coverage check, the report.
 
-The researchers share the run's source registry (one numbering) and a page cache; each works
-on one sub-question with its own turns and ends in a finding, whatever stops it. The
-supervisor drafts from the findings and may send one more round for the gaps it names. The
-final report is written from the draft, else from the findings, else assembled without the
-model: a deep run that found anything always ends with a report keeping every source.
+The planner scales the team to the subject: how many sub-questions (at most
+`DeepLimits.researchers`) and how many turns each researcher may take (at most
+`DeepLimits.max_turns`). The researchers share the run's source registry (one numbering) and a
+page cache; each works on one sub-question and ends in a finding, whatever stops it. The
+supervisor checks the findings against the report's sections and may send one more round for
+the gaps it names. The report is written once, from the findings, else assembled from them
+without the model: a deep run that found anything always ends with a report keeping every
+source.
 
 Summarize now stops every researcher (each writes its finding from its evidence) and the
 report is written from the findings so far; so does the run's spend reaching its cost limit
@@ -20,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import replace
 from typing import Any
 
+from bot.agent.brief import Effort, for_stage
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
 from bot.agent.control import Control
@@ -27,19 +31,19 @@ from bot.agent.cost import CostLimit
 from bot.agent.deep.final import FinalWriter
 from bot.agent.deep.pages import SharedPages
 from bot.agent.deep.prompts import (
-    draft_prompt,
+    CUT_OFF,
     fixed_plan,
     plan_prompt,
     planner_system,
     researcher_system,
     researcher_task,
-    supervisor_system,
 )
 from bot.agent.deep.researcher import DeepResearcher, evidence_finding
-from bot.agent.deep.schema import Draft, Plan, SubQuestion
+from bot.agent.deep.schema import Plan, SubQuestion
 from bot.agent.deep.session import DeepLimits, Session
+from bot.agent.deep.supervisor import Supervisor
 from bot.agent.events import (
-    DraftReady,
+    CoverageChecked,
     Event,
     FindingReady,
     Notice,
@@ -85,6 +89,7 @@ class DeepResearch:
         )
         writeup = WriteUp(model, limits=limits, tools=[], claims=claims)
         self._writer = FinalWriter(model, compressor, limits, writeup)
+        self._supervisor = Supervisor(model, self._writer, limits)
         self._tools = toolbox.schemas()
         self.pages_avoided = 0
         """Page reads answered by a run's shared cache (summed over runs, for the benchmark)."""
@@ -119,20 +124,23 @@ class DeepResearch:
             await self._run(session, main)
         except Stop as stop:
             session.endings.append(stop.why)
-            await self._writer.write(session, main, None)
+            await self._writer.write(session, main)
         except Exception:
             log.exception("run %s: deep research failed unexpectedly", run_id)
             session.endings.append("error")
-            await self._writer.write(session, main, None)
+            await self._writer.write(session, main)
 
     def _main(self, session: Session, run_id: str) -> RunState:
-        request = session.request
+        request, deep = session.request, self._deep
+        effort = Effort(deep.max_turns, deep.deadline_s / 60, deep.researchers)
         return RunState.start(
             request,
             session.emit,
             session.deadline,
-            system=planner_system(),
-            task=plan_prompt(request.mode, request.topic),
+            system=planner_system(for_stage(request.mode, request.identity, effort)),
+            task=plan_prompt(
+                request.mode, request.topic, researchers=deep.researchers, turns=deep.max_turns
+            ),
             run_id=run_id,
         )
 
@@ -140,27 +148,29 @@ class DeepResearch:
         pages = SharedPages(self._toolbox)
         try:
             async with session.watching(main):
-                questions = await self._plan(session, main)
-                await self._round(session, main, pages, questions, round=1)
-                draft = await self._supervise(session, main, may_ask=True)
-                if draft is not None and draft.gaps and self._may_go_on(session):
-                    gaps = [SubQuestion(question=g.question, priority=1) for g in draft.gaps]
-                    await self._round(session, main, pages, gaps, round=2)
-                    draft = await self._supervise(session, main, may_ask=False) or draft
+                questions, turns = await self._plan(session, main)
+                await self._round(session, main, pages, questions, turns, round=1)
+                coverage = await self._supervisor.check(session, main, may_ask=True)
+                if coverage is not None and coverage.gaps and self._may_go_on(session):
+                    gaps = [SubQuestion(question=g.question, priority=1) for g in coverage.gaps]
+                    await self._round(session, main, pages, gaps, turns, round=2)
+                    await self._supervisor.check(session, main, may_ask=False)
         finally:
             self.pages_avoided += pages.hits
             await pages.close()
-        await self._writer.write(session, main, draft.draft if draft else None)
+        await self._writer.write(session, main)
 
     def _may_go_on(self, session: Session) -> bool:
         left = session.deadline - time.monotonic()
         return not session.forced and session.ending == "completed" and left > self._reserve()
 
     def _reserve(self) -> float:
-        """Time kept back from the researchers for the draft (the final report has its own)."""
+        """Time kept back from the researchers for the coverage check (the report has its own)."""
         return min(self._limits.synthesis_timeout_s, self._deep.deadline_s * 0.3)
 
-    async def _plan(self, session: Session, main: RunState) -> list[SubQuestion]:
+    async def _plan(self, session: Session, main: RunState) -> tuple[list[SubQuestion], int]:
+        """The sub-questions, most important first, and the turns each researcher may take:
+        the planner's, within the settings."""
         main.turn += 1
         main.emit(TurnStarted(turn=main.turn))
         until = min(session.deadline, time.monotonic() + self._limits.synthesis_timeout_s)
@@ -170,8 +180,12 @@ class DeepResearch:
             limits=self._limits, until=until,
         )  # fmt: skip
         questions = plan.questions if plan else fixed_plan(main.request.mode, main.request.topic)
+        questions = sorted(questions, key=lambda q: q.priority)[: self._deep.researchers]
         main.emit(PlanReady(questions=questions, fallback=plan is None))
-        return sorted(questions, key=lambda q: q.priority)
+        turns = self._deep.max_turns
+        if plan is not None and plan.turns is not None:
+            turns = min(plan.turns, turns)
+        return questions, turns
 
     async def _round(
         self,
@@ -179,17 +193,24 @@ class DeepResearch:
         main: RunState,
         pages: SharedPages,
         questions: list[SubQuestion],
+        turns: int,
         *,
         round: int,
     ) -> None:
         researcher = DeepResearcher(
             self._model,
-            Steps(self._model, pages, self._compressor),
+            Steps(self._model, pages, self._compressor, cut_off=CUT_OFF),
             self._tools,
-            replace(self._limits, max_turns=self._deep.max_turns),
+            replace(self._limits, max_turns=turns),
         )
-        slots = asyncio.Semaphore(self._deep.researchers)
+        questions = questions[: self._deep.researchers]
+        at_once = len(questions)
+        slots = asyncio.Semaphore(at_once)
         until = max(time.monotonic(), session.deadline - self._reserve())
+        request = main.request
+        # One brief for the round: every researcher's system prompt is the same cached prefix.
+        effort = Effort(turns, (until - time.monotonic()) / 60, at_once)
+        system = researcher_system(for_stage(request.mode, request.identity, effort))
 
         async def one(question: SubQuestion) -> None:
             async with slots:
@@ -201,8 +222,8 @@ class DeepResearch:
                     main.request,
                     session.tagged(agent),
                     until,
-                    system=researcher_system(main.request.mode),
-                    task=researcher_task(main.request.mode, main.request.topic, question.question),
+                    system=system,
+                    task=researcher_task(request.mode, request.topic, question.question),
                     run_id=main.run_id,
                 )
                 part.registry, part.texts = main.registry, main.texts
@@ -232,39 +253,6 @@ class DeepResearch:
         if session.control.cancel_requested.is_set():
             raise Stop("cancelled")
 
-    async def _supervise(self, session: Session, main: RunState, *, may_ask: bool) -> Draft | None:
-        if session.forced or not main.registry.sources:
-            return None
-        request = main.request
-        main.system = supervisor_system()
-        findings = await self._writer.findings_text(session, main)
-        main.messages = [
-            {
-                "role": "user",
-                "content": draft_prompt(
-                    request.mode, request.topic, request.language, findings, may_ask=may_ask
-                ),
-            }
-        ]
-        main.turn += 1
-        main.emit(TurnStarted(turn=main.turn))
-        until = min(session.deadline, time.monotonic() + self._limits.synthesis_timeout_s)
-        try:
-            draft = await ask_for(
-                self._model, main, session.control, Draft, "submit_draft",
-                limits=self._limits, until=until, allow_summarize=True,
-            )  # fmt: skip
-        except Stop as stop:
-            if stop.why == "cancelled":
-                raise
-            session.endings.append(stop.why)
-            return None
-        if draft is not None:
-            gaps = [g.question for g in draft.gaps] if may_ask else []
-            draft = draft.model_copy(update={"gaps": draft.gaps if may_ask else []})
-            main.emit(DraftReady(draft=draft.draft, gaps=gaps, round=1 if may_ask else 2))
-        return draft
-
     # -- restart recovery --------------------------------------------------------------------
 
     async def _recover(
@@ -276,22 +264,23 @@ class DeepResearch:
         emit: Callable[[Event], None],
         why: str,
     ) -> None:
-        """Finish from the stored plan, findings, draft and evidence: a stopped researcher's
-        finding is written from its evidence; nothing found at all starts the run again."""
+        """Finish from the stored plan, findings, coverage check and evidence: a stopped
+        researcher's finding is written from its evidence; nothing found at all starts the run
+        again. A draft stored by an older version is not needed: the findings are all there."""
         session = Session(request, control, emit, time.monotonic() + self._deep.deadline_s)
         main = RunState.from_history(request, history, session.emit, session.deadline, run_id)
         session.turns = sum(isinstance(e, TurnStarted) for e in history)
         session.usage = main.usage
         questions: dict[int, str] = {}
         own: dict[int, dict[int, None]] = {}
-        draft: str | None = None
+        checks: list[CoverageChecked] = []
         for event in history:
             if isinstance(event, ResearcherStarted):
                 questions[event.agent] = event.question
             elif isinstance(event, FindingReady):
                 session.findings[event.agent] = event.finding
-            elif isinstance(event, DraftReady):
-                draft = event.draft
+            elif isinstance(event, CoverageChecked):
+                checks.append(event)
             elif isinstance(event, ToolFinished) and not event.is_error:
                 own.setdefault(event.agent, {}).update((n, None) for n in event.numbers if n)
         if main.prior_report is not None:
@@ -307,5 +296,7 @@ class DeepResearch:
                 session.findings[agent] = evidence_finding(
                     main.registry, own.get(agent, {}), question, why, None
                 )
+        for check in checks:
+            session.checked(check.check)
         session.endings.append(why)
-        await self._writer.write(session, main, draft)
+        await self._writer.write(session, main)

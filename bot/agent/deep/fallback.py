@@ -1,5 +1,5 @@
-"""A deep run's last fallback (seed 004): when neither the final write-up nor a long enough draft
-is there, its findings become the report, without the model.
+"""A deep run's fallback (seed 004): when the final write-up fails, its findings become the
+report, without the model.
 
 Each finding is one section under its sub-question. Researchers often write a finding as if it
 were a whole report; what only a whole report has is taken out of it, so that the result reads

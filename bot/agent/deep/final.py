@@ -1,22 +1,22 @@
-"""A deep run's final report (seed 004): from the supervisor's draft, else from the findings,
-else assembled without the model; cancelled runs keep what their researchers found."""
+"""A deep run's final report (seed 004), written once: from the findings, the source index
+and the supervisor's coverage check; else assembled from the findings without the model;
+cancelled runs keep what their researchers found."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
+from bot.agent.brief import for_stage
 from bot.agent.calls import Limits
 from bot.agent.compress import Compressor
 from bot.agent.deep.fallback import findings_report
 from bot.agent.deep.findings import (
-    DRAFT_AS_REPORT_CHARS,
-    DRAFT_HEAD_CHARS,
-    FINDINGS_FOR_REFERENCE_CHARS,
-    WHOLE_DRAFT_CHARS,
+    coverage_text,
     final_markdown,
     finding_text,
     report_from,
+    source_index,
 )
 from bot.agent.deep.prompts import final_prompt, final_system
 from bot.agent.deep.schema import FinalReport, Finding
@@ -51,12 +51,10 @@ class FinalWriter:
         self._limits = limits
         self._writeup = writeup
 
-    async def findings_text(
-        self, session: Session, main: RunState, limit: int | None = None
-    ) -> str:
-        """All findings, each compressed by the fast model when it is long (seed 003): at once,
-        and once per finding (the supervisor and the final write-up read the same text).
-        `limit`: as many whole findings as fit in that many characters (a fence is never cut)."""
+    async def findings_text(self, session: Session, main: RunState) -> str:
+        """The findings the report is written from, each compressed by the fast model when it
+        is long (seed 003): at once, and once per finding (the supervisor and the final
+        write-up read the same text)."""
 
         async def shortened(agent: int, finding: Finding) -> None:
             text, compressed, usage, served = await self._compressor.compress(
@@ -66,18 +64,15 @@ class FinalWriter:
                 main.record(UsageRecorded(turn=main.turn, model=served, usage=usage))
             session.finding_texts[agent] = text
 
-        missing = [(a, f) for a, f in session.findings.items() if a not in session.finding_texts]
+        kept = session.kept()
+        missing = [(a, f) for a, f in kept.items() if a not in session.finding_texts]
         await asyncio.gather(*(shortened(a, f) for a, f in missing))
-        texts = [session.finding_texts[a] for a in sorted(session.findings)]
-        if limit is not None:
-            room = limit
-            texts = [t for t in texts if (room := room - len(t) - 2) >= 0]
-        return "\n\n".join(texts)
+        return "\n\n".join(session.finding_texts[a] for a in kept)
 
     # -- the final report --------------------------------------------------------------------
 
-    async def write(self, session: Session, main: RunState, draft: str | None) -> None:
-        """The final report from the draft, else the findings, else without the model."""
+    async def write(self, session: Session, main: RunState) -> None:
+        """The final report from the findings, else from them without the model."""
         why = session.ending
         if why == "cancelled":
             await self._cancelled(session, main)
@@ -91,22 +86,17 @@ class FinalWriter:
         main.turn += 1
         main.emit(SynthesisStarted(turn=main.turn, reason=why))
         main.emit(TurnStarted(turn=main.turn))
-        limit = FINDINGS_FOR_REFERENCE_CHARS if draft else None
-        findings = await self.findings_text(session, main, limit)
-        draft_text = await self._draft_for_prompt(main, draft)
-        main.system = final_system()
-        main.messages = [
-            {
-                "role": "user",
-                "content": final_prompt(
-                    request.mode,
-                    request.topic,
-                    request.language,
-                    draft=draft_text,
-                    findings=findings,
-                ),
-            }
-        ]
+        main.system = final_system(for_stage(request.mode, request.identity))
+        prompt = final_prompt(
+            request.mode,
+            request.topic,
+            request.language,
+            findings=await self.findings_text(session, main),
+            index=source_index(main.registry),
+            coverage=coverage_text(session.coverage),
+            why=why,
+        )
+        main.messages = [{"role": "user", "content": prompt}]
         until = time.monotonic() + self._limits.synthesis_timeout_s
         try:
             final = await ask_for(
@@ -124,29 +114,13 @@ class FinalWriter:
             text = final_markdown(final, frame(request.language).tldr)
             await self.deliver(session, main, report_from(text, main.registry, request))
             self.finish(session, main, done)
-        elif draft is not None and len(draft) >= DRAFT_AS_REPORT_CHARS:
-            note = "The final write-up failed; this is the supervisor's draft."
-            await self.deliver(session, main, report_from(draft, main.registry, request))
-            self.finish(session, main, done, note)
         else:
-            note = FINDINGS_ONLY
-            report = findings_report(request, self._findings(session), main.registry, note)
+            report = findings_report(request, self._findings(session), main.registry, FINDINGS_ONLY)
             await self.deliver(session, main, report, evidence=True)
-            self.finish(session, main, failed, note)
-
-    async def _draft_for_prompt(self, main: RunState, draft: str | None) -> str | None:
-        """The draft whole up to 50k characters; above, its head and a summary of the rest."""
-        if draft is None or len(draft) <= WHOLE_DRAFT_CHARS:
-            return draft
-        rest, compressed, usage, served = await self._compressor.compress(
-            draft[DRAFT_HEAD_CHARS:], goal=main.request.topic, tool="draft"
-        )
-        if compressed:
-            main.record(UsageRecorded(turn=main.turn, model=served, usage=usage))
-        return f"{draft[:DRAFT_HEAD_CHARS]}\n\n[The rest of the draft, summarized:]\n{rest}"
+            self.finish(session, main, failed, FINDINGS_ONLY)
 
     def _findings(self, session: Session) -> list[Finding]:
-        return [f for _, f in sorted(session.findings.items())]
+        return list(session.kept().values())
 
     async def _cancelled(self, session: Session, main: RunState) -> None:
         if main.registry.sources:

@@ -1,21 +1,20 @@
-"""From findings to a report (seed 004): the text the supervisor and the final write-up read,
-the final report as Markdown, and a write-up's Markdown as a report that keeps every source
-(the last fallback, without the model, is `fallback`)."""
+"""From findings to a report (seed 004): the text the supervisor and the final write-up read
+(each finding, the source index, the coverage check), the final report as Markdown, and a
+write-up's Markdown as a report that keeps every source (the last fallback, without the model,
+is `fallback`)."""
 
 from __future__ import annotations
 
-from bot.agent.deep.schema import FinalReport, Finding
+from urllib.parse import urlsplit
+
+from bot.agent.deep.schema import Coverage, FinalReport, Finding
 from bot.agent.fence import fence
-from bot.agent.report.model import Report, SourceRegistry, parse_report
+from bot.agent.report.model import Report, Source, SourceRegistry, parse_report
 from bot.domain import Request
 
-WHOLE_DRAFT_CHARS = 50_000
-"""A draft up to this size goes to the final write-up whole (seed 004)."""
-DRAFT_HEAD_CHARS = 45_000
-"""Above it: this much of its head, then a summary of the rest."""
-DRAFT_AS_REPORT_CHARS = 1_000
-"""A draft at least this long is a report by itself when the final write-up fails."""
-FINDINGS_FOR_REFERENCE_CHARS = 20_000
+INDEX_TITLE_CHARS = 120
+INDEX_SOURCES = 200
+"""The source index lists at most this many sources (the first numbers: the first found)."""
 
 
 def finding_text(number: int, finding: Finding) -> str:
@@ -29,6 +28,39 @@ def finding_text(number: int, finding: Finding) -> str:
         f"### Researcher {number}: {finding.topic}\nConfidence: {finding.confidence}. "
         f"Pages read: {read}. Search results only: {seen}.\n{fence(chr(10).join(body))}"
     )
+
+
+def source_index(registry: SourceRegistry) -> str:
+    """Every source in one line: its number, title, domain, date where it has one, and whether
+    it was read or only seen in search results. Titles are the web's: fenced as data."""
+    lines = [
+        _index_line(n, source)
+        for n, source in enumerate(registry.sources[:INDEX_SOURCES], start=1)
+        if not source.url.startswith("missing:")
+    ]
+    return (
+        "The sources (number, title, domain, date where known, read or only seen in search "
+        f"results):\n{fence(chr(10).join(lines))}"
+    )
+
+
+def _index_line(number: int, source: Source) -> str:
+    title = " ".join((source.title or source.url).split())[:INDEX_TITLE_CHARS]
+    domain = (urlsplit(source.url).hostname or "").removeprefix("www.")
+    read = "read" if source.read else "search result only"
+    return " — ".join(p for p in (f"[{number}] {title}", domain, source.published, read) if p)
+
+
+def coverage_text(coverage: Coverage | None) -> str:
+    """The supervisor's check as the writer reads it: its notes are the model's, fenced."""
+    if coverage is None or not (coverage.sections or coverage.conflicts):
+        return ""
+    lines = [
+        f"- {c.section}: {c.status}" + (f" ({c.note})" if c.note else "") for c in coverage.sections
+    ]
+    if coverage.conflicts:
+        lines += ["Conflicts between findings:", *(f"- {c}" for c in coverage.conflicts)]
+    return f"The supervisor's coverage check:\n{fence(chr(10).join(lines))}"
 
 
 def final_markdown(final: FinalReport, tldr_heading: str) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from bot.agent.control import Control
 from bot.agent.cost import CostLimit
-from bot.agent.deep.schema import Finding
+from bot.agent.deep.schema import Coverage, Finding
 from bot.agent.events import Event, Notice, TurnStarted, Usage, UsageRecorded
 from bot.agent.state import NOTHING_YET, RunState
 from bot.domain import Request
@@ -25,9 +25,9 @@ PRECEDENCE = [
 @dataclass(frozen=True)
 class DeepLimits:
     researchers: int = 4
-    """Researchers at work at once."""
+    """Researchers of a round at most (the plan's sub-questions): they work at once."""
     max_turns: int = 8
-    """Per researcher."""
+    """Per researcher, at most: the plan may give fewer."""
     deadline_s: float = 1800
 
 
@@ -42,6 +42,10 @@ class Session:
     findings: dict[int, Finding] = field(default_factory=dict)
     finding_texts: dict[int, str] = field(default_factory=dict)
     """Each finding as the supervisor and the writer read it (compressed when long)."""
+    coverage: Coverage | None = None
+    """The supervisor's latest coverage check, for the writer."""
+    dropped: set[int] = field(default_factory=set)
+    """Researchers whose finding the supervisor found to be about another entity."""
     endings: list[str] = field(default_factory=list)
     children: list[Control] = field(default_factory=list)
     forced: str | None = None
@@ -51,6 +55,18 @@ class Session:
     usage: Usage = field(default_factory=Usage)
     budget: CostLimit = field(default_factory=lambda: CostLimit(None))
     """The whole run's cost limit, over every agent's calls."""
+
+    def checked(self, coverage: Coverage) -> None:
+        """Keep the supervisor's check; its findings about another entity leave the report,
+        unless that would be every finding (then the check, not the research, is wrong)."""
+        self.coverage = coverage
+        other = self.dropped | (set(coverage.other_entity) & set(self.findings))
+        if other < set(self.findings):
+            self.dropped = other
+
+    def kept(self) -> dict[int, Finding]:
+        """The findings the report is written from, by researcher."""
+        return {a: f for a, f in sorted(self.findings.items()) if a not in self.dropped}
 
     def emit(self, event: Event) -> None:
         """Every event of the run passes here: turns and usage are summed over all agents."""

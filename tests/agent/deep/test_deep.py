@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 
 from bot.adapters.chat.sink import outcome_summary
+from bot.agent.brief import SECTIONS
 from bot.agent.deep.engine import DeepResearch
 from bot.agent.deep.final import FINDINGS_ONLY
+from bot.agent.deep.schema import Coverage, SectionCoverage
 from bot.agent.events import (
-    DraftReady,
+    EVENT_ADAPTER,
+    CoverageChecked,
     Ending,
     FindingReady,
     PlanReady,
@@ -32,7 +35,7 @@ from bot.config import Settings
 from bot.domain import Depth, Mode, Request
 from tests.conftest import Recorder, world_env
 from tests.fakes.anthropic_api import FakeAnthropic
-from tests.fakes.deep_script import QUESTIONS, DeepScript
+from tests.fakes.deep_script import QUESTIONS, DeepScript, forced
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import ARTICLE_PATH, FakeWeb
 
@@ -70,7 +73,7 @@ def of(recorder: Recorder, kind: type[Any]) -> list[Any]:
     return [e for e in recorder.events if isinstance(e, kind)]
 
 
-async def test_a_deep_run_plans_researches_in_parallel_drafts_and_reports(
+async def test_a_deep_run_plans_researches_in_parallel_checks_coverage_and_reports(
     world: Services, script: DeepScript, web: FakeWeb, anthropic_api: FakeAnthropic
 ) -> None:
     recorder = await run_deep(world)
@@ -84,12 +87,15 @@ async def test_a_deep_run_plans_researches_in_parallel_drafts_and_reports(
     findings = of(recorder, FindingReady)
     assert len(findings) == 3 and not any(f.from_evidence for f in findings)
     assert all(f.finding.read for f in findings)  # each read the article, under one number
-    assert len(of(recorder, DraftReady)) == 1
+    [checked] = of(recorder, CoverageChecked)
+    assert [c.section for c in checked.check.sections] == list(SECTIONS[Mode.COMPANY])
     # One page cache for the run: three researchers asked for the article, it was fetched once.
     assert sum(1 for r in web.requests if r.path == ARTICLE_PATH) == 1
     report = outcome.report
     assert report.title == script.title
-    assert [s.heading for s in report.sections] == ["Business", "Conclusion"]
+    # The report is written once, in the sections quick runs have too.
+    assert script.calls.count("final") == 1
+    assert [s.heading for s in report.sections] == list(SECTIONS[Mode.COMPANY])
     # Every source of every researcher is kept, once: three searches' results and the article.
     urls = {s.url for s in report.sources}
     retrieved = {s.url for e in of(recorder, ToolFinished) for s in e.sources}
@@ -119,7 +125,8 @@ async def test_the_trajectory_nests_each_researcher(world: Services, script: Dee
     assert sorted(r["question"] for r in researchers) == sorted(QUESTIONS)
     assert all(len(r["turns"]) == 3 for r in researchers)  # search, read, finish
     assert all(r["finding"]["summary"] for r in shape["researchers"])
-    assert shape["plan"]["questions"] and shape["draft"]["text"]
+    assert shape["plan"]["questions"] and shape["coverage"]["sections"]
+    assert "draft" not in shape
     assert any(t.get("final") for t in shape["turns"])
 
 
@@ -137,8 +144,8 @@ async def test_a_plan_malformed_twice_falls_back_to_the_fixed_plan(
     script.plan = "malformed"
     recorder = await run_deep(world)
     plan = of(recorder, PlanReady)[0]
-    assert plan.fallback and len(plan.questions) == 5  # the company plan
-    assert len(of(recorder, FindingReady)) == 5
+    assert plan.fallback and len(plan.questions) == 4  # the company plan
+    assert len(of(recorder, FindingReady)) == 4
     assert recorder.outcome.ending is Ending.COMPLETED
 
 
@@ -221,18 +228,19 @@ async def test_the_deadline_stops_researchers_and_the_report_is_written(
     assert recorder.outcome.report.sources
 
 
-async def test_without_a_draft_the_report_is_written_from_the_findings(
+async def test_without_a_coverage_check_the_report_is_written_from_the_findings(
     world: Services, script: DeepScript, anthropic_api: FakeAnthropic
 ) -> None:
-    script.draft = "fail"
+    script.supervisor = "fail"
     recorder = await run_deep(world)
-    assert not of(recorder, DraftReady)
+    assert not of(recorder, CoverageChecked)
     final = [
         r
         for r in anthropic_api.requests
         if (r.get("tool_choice") or {}).get("name") == "submit_report"
     ]
-    assert "the draft could not be written" in str(final[0]["messages"][0]["content"])
+    prompt = str(final[0]["messages"][0]["content"])
+    assert "Researcher 3" in prompt and "coverage check" not in prompt
     assert recorder.outcome.ending is Ending.COMPLETED
     assert recorder.outcome.report.title == script.title
 
@@ -240,7 +248,7 @@ async def test_without_a_draft_the_report_is_written_from_the_findings(
 async def test_when_everything_fails_a_minimal_report_keeps_every_source(
     world: Services, script: DeepScript
 ) -> None:
-    script.draft, script.final = "fail", "fail"
+    script.supervisor, script.final = "fail", "fail"
     recorder = await run_deep(world)
     report = recorder.outcome.report
     assert report.from_evidence_only
@@ -254,7 +262,7 @@ async def test_a_report_from_the_findings_reads_like_one_report(
 ) -> None:
     """Findings written like whole reports (a title, a sources list of their own) and one written
     from its sources, after its researcher failed: one title, one sources list, one line each."""
-    script.draft, script.final, script.findings = "fail", "fail", "report"
+    script.supervisor, script.final, script.findings = "fail", "fail", "report"
     script.failing_late = {QUESTIONS[2]}
     recorder = await run_deep(world)
     outcome = recorder.outcome
@@ -272,24 +280,27 @@ async def test_a_report_from_the_findings_reads_like_one_report(
     assert markdown.count("Acme Robotics raises $40M to scale warehouse robots") == 2
 
 
-async def test_a_long_draft_is_the_report_when_the_final_write_up_fails(
+async def test_when_the_write_up_fails_the_findings_are_the_report(
     world: Services, script: DeepScript
 ) -> None:
+    """No draft stands in for the report any more: the findings do, without the model."""
     script.final = "fail"
     recorder = await run_deep(world)
+    assert of(recorder, CoverageChecked)
     report = recorder.outcome.report
-    assert not report.from_evidence_only
-    assert report.sections[0].heading == "Business"
-    assert recorder.outcome.ending is Ending.COMPLETED
+    assert report.from_evidence_only and report.tldr == FINDINGS_ONLY
+    assert [s.heading for s in report.sections] == QUESTIONS
+    assert recorder.outcome.ending is Ending.ERROR_SYNTHESIS_FAILED
 
 
 async def test_gaps_send_one_more_round_of_researchers(world: Services, script: DeepScript) -> None:
-    script.draft = "gaps"
+    script.supervisor = "gaps"
     recorder = await run_deep(world)
     rounds = [e.round for e in of(recorder, ResearcherStarted)]
     assert rounds.count(2) == 1 and rounds.count(1) == 3
-    drafts = of(recorder, DraftReady)
-    assert [d.round for d in drafts] == [1, 2] and drafts[0].gaps and not drafts[1].gaps
+    checks = of(recorder, CoverageChecked)
+    assert [c.round for c in checks] == [1, 2] and checks[0].gaps and not checks[1].gaps
+    assert script.calls.count("final") == 1
 
 
 async def test_a_german_request_gets_a_german_report(
@@ -303,9 +314,9 @@ async def test_a_german_request_gets_a_german_report(
     asked = [
         str(r["messages"][0]["content"])
         for r in anthropic_api.requests
-        if (r.get("tool_choice") or {}).get("name") in ("submit_draft", "submit_report")
+        if (r.get("tool_choice") or {}).get("name") == "submit_report"
     ]
-    assert len(asked) == 2 and all("German (Deutsch)" in a for a in asked)
+    assert len(asked) == 1 and "German (Deutsch)" in asked[0]
 
 
 async def test_contracts_mode_plans_for_contracts(world: Services, script: DeepScript) -> None:
@@ -339,6 +350,48 @@ async def test_an_interrupted_deep_run_is_finished_from_its_findings_and_evidenc
         if (r.get("tool_choice") or {}).get("name") == "submit_report"
     ]
     assert recovered and "Researcher 3" in str(recovered[-1]["messages"][0]["content"])
+
+
+async def test_a_run_stored_by_an_older_version_with_its_draft_is_finished_from_its_findings(
+    world: Services, script: DeepScript, settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    """Its stored supervisor's draft still loads and is not needed: the report is written from
+    the findings, and the writer is told the research was interrupted."""
+    done = await run_deep(world)
+    last_finding = max(i for i, e in enumerate(done.events) if isinstance(e, FindingReady))
+    stored = '{"kind": "draft_ready", "draft": "OLD DRAFT [1]", "gaps": [], "round": 1}'
+    history = [*done.events[: last_finding + 1], EVENT_ADAPTER.validate_json(stored)]
+
+    async with _engine(world, settings) as engine:
+        events = [e async for e in engine.recover("run1", DEEP, history, _control())]
+    last = events[-1]
+    assert isinstance(last, RunFinished) and last.ending is Ending.INTERRUPTED_SYNTHESIZED
+    prompt = last_report_prompt(anthropic_api)
+    assert "OLD DRAFT" not in prompt and "Researcher 3" in prompt
+    assert "The research was interrupted. The research was cut short" in prompt
+
+
+async def test_a_recovered_run_keeps_its_coverage_check(
+    world: Services, script: DeepScript, settings: Settings, anthropic_api: FakeAnthropic
+) -> None:
+    done = await run_deep(world)
+    last_finding = max(i for i, e in enumerate(done.events) if isinstance(e, FindingReady))
+    check = Coverage(
+        sections=[SectionCoverage(section="Overview", status="thin", note="one page")],
+        other_entity=[2],
+    )
+    history = [*done.events[: last_finding + 1], CoverageChecked(check=check)]
+
+    async with _engine(world, settings) as engine:
+        [e async for e in engine.recover("run1", DEEP, history, _control())]
+    prompt = last_report_prompt(anthropic_api)
+    assert "- Overview: thin (one page)" in prompt
+    assert "Researcher 1" in prompt and "Researcher 2" not in prompt
+
+
+def last_report_prompt(api: FakeAnthropic) -> str:
+    final = [r for r in api.requests if forced(r) == "submit_report"]
+    return str(final[-1]["messages"][0]["content"])
 
 
 def _control() -> Any:
@@ -381,20 +434,3 @@ async def test_researchers_out_of_turns_are_asked_for_their_finding(
     assert not any(f.from_evidence for f in findings)  # each wrote it when asked
     assert all(f.finding.seen and not f.finding.read for f in findings)  # searched, never read
     assert recorder.outcome.ending is Ending.MAX_TURNS_SYNTHESIZED
-
-
-async def test_a_draft_over_50k_characters_goes_on_as_its_head_and_a_summary(
-    world: Services, script: DeepScript, anthropic_api: FakeAnthropic
-) -> None:
-    script.draft_chars = 60_000
-    recorder = await run_deep(world)
-    final = next(
-        r
-        for r in anthropic_api.requests
-        if (r.get("tool_choice") or {}).get("name") == "submit_report"
-    )
-    prompt = str(final["messages"][0]["content"])
-    assert "SUMMARY OF THE REST." in prompt and "summarize" in script.calls
-    # The first 45k characters whole (about 5,600 of the draft's 7,500 "Detail." sentences).
-    assert 5_500 < prompt.count("Detail. ") < 5_700
-    assert recorder.outcome.ending is Ending.COMPLETED
