@@ -12,7 +12,7 @@ Use it with the real slack_sdk / slack-bolt, unmodified:
 Answers like Slack: `{"ok": true, ...}` or `{"ok": false, "error": ...}` with HTTP 200, and
 HTTP 429 with `Retry-After` when told to (`rate_limit`). Faults on demand: `fail` (a method's
 next calls answer an error, optionally with another HTTP status or only for calls matching a
-predicate), `hold` (a method's next call waits, unanswered, until released) and `revoke` (the
+predicate), `lose` (a call is carried out, then its connection drops before the answer), `hold` (a method's next call waits, unanswered, until released) and `revoke` (the
 bot token is refused from now on). `files.getUploadURLExternal` hands out
 an `upload_url` on this server, so `files_upload_v2` runs its three real steps here.
 `response_url`s from `response_url()` are served too (recorded as method "response_url").
@@ -87,6 +87,11 @@ class _Failure:
     status: int
     where: Callable[[Json], bool] | None
     fields: Json
+
+
+@dataclass
+class _Loss:
+    where: Callable[[Json], bool] | None
 
 
 @dataclass
@@ -323,6 +328,7 @@ class FakeSlack(_StreamMethods):
         self._rate_limits: dict[str, list[int]] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._holds: dict[str, list[Held]] = {}
+        self._losses: dict[str, list[_Loss]] = {}
         self._held: list[Held] = []
         """Every hold handed out, released when the fake stops so no request waits forever."""
         self._refusal: str | None = None
@@ -380,6 +386,11 @@ class FakeSlack(_StreamMethods):
         `{"ok": false, "error": error, **fields}` with HTTP `status` (Slack uses 200)."""
         failure = _Failure(error, status, where, fields)
         self._failures.setdefault(method, []).extend([failure] * times)
+
+    def lose(self, method: str, *, where: Callable[[Json], bool] | None = None) -> None:
+        """The next call of `method` (whose arguments match `where`) is carried out and recorded,
+        then its connection drops before the answer: the app cannot tell whether it was."""
+        self._losses.setdefault(method, []).append(_Loss(where))
 
     def hold(self, method: str, *, where: Callable[[Json], bool] | None = None) -> Held:
         """The next call of `method` (whose arguments match `where`) waits until `release()`
@@ -502,6 +513,8 @@ class FakeSlack(_StreamMethods):
             body = {"ok": False, "error": failure.error, **failure.fields}
         call.response = body
         await self._record(call)
+        if _take(self._losses.get(method, []), args) is not None and request.transport:
+            request.transport.close()
         return web.json_response(body, status=call.status)
 
     def _hold_for(self, method: str, args: Json) -> Held | None:
@@ -613,6 +626,16 @@ class FakeSlack(_StreamMethods):
             raise SlackError("method_not_supported_for_channel_type")
         self.outside_channels.discard(channel)
         return {"channel": {"id": channel, "is_member": True}}
+
+    def _conversations_replies(self, args: Json) -> Json:
+        channel, ts = str(args.get("channel", "")), str(args.get("ts", ""))
+        self._check_channel(channel)
+        thread = [
+            m
+            for (where, key), m in sorted(self.messages.items())
+            if where == channel and ts in (key, m.get("thread_ts"))
+        ]
+        return {"messages": thread, "has_more": False}
 
     def _reactions_add(self, args: Json) -> Json:
         return {}
@@ -924,7 +947,7 @@ class SlackSender:
         return await self.event(event, event_id=event_id)
 
 
-Pending = TypeVar("Pending", Held, _Failure)
+Pending = TypeVar("Pending", Held, _Failure, _Loss)
 
 
 def _take(pending: list[Pending], args: Json) -> Pending | None:

@@ -404,3 +404,32 @@ async def test_show_posts_the_report_as_messages_when_discord_refuses_the_file(
         "Missing Permissions): here it is as messages."
     )
     assert contents[1].startswith("# Acme Robotics")
+
+
+async def test_an_agent_view_status_whose_answer_was_lost_still_gets_its_final_edit(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    thread = "1700000000.999999"
+
+    def is_status(args: dict[str, Any]) -> bool:
+        return args.get("thread_ts") == thread and "research_cancel" in str(args.get("blocks"))
+
+    # Slack posts the run's status message in the person's thread, but its answer never
+    # arrives: the connection drops first.
+    slack.lose("chat.postMessage", where=is_status)
+    async with slack_bot(slack, tmp_path / "db.sqlite3") as bot:
+        await bot.sender.direct_message("Acme Robotics", event_id="Ev1", thread_ts=thread)
+        await slack.wait_for("chat.postMessage", where=lambda c: is_status(c.args))
+        (run,) = await bot.store.list_runs()
+        await bot.engine.parked(run.run_id).wait()
+        bot.engine.release.set()
+        await bot.runs.wait(run.run_id)
+        assert await _delivered(bot.store, run.run_id)
+
+    # Posted once (not again on top of the first), and that message is the one edited.
+    (posted,) = [c for c in slack.calls_to("chat.postMessage") if is_status(c.args)]
+    shown = slack.messages[("D1", posted.response["ts"])]
+    assert "*Done*" in str(shown["blocks"]) and "Researching" not in str(shown["blocks"])
+    assert button_value(shown["blocks"], "research_cancel") == ""
+    (shared,) = slack.files.values()
+    assert shared.thread_ts == thread

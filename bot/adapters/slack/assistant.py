@@ -23,7 +23,7 @@ from slack_bolt.middleware.assistant.async_assistant import AsyncAssistant
 
 from bot.adapters.chat.service import Reply
 from bot.adapters.chat.sink import ChatError, StatusView
-from bot.adapters.slack.client import post_message, slack_errors
+from bot.adapters.slack.client import slack_errors
 from bot.adapters.slack.followup import SlackThreads
 from bot.adapters.slack.mentions import StartsResearch
 from bot.adapters.slack.render import PLAIN_CHARS, status_blocks, status_text
@@ -63,15 +63,11 @@ class AssistantSink(SlackSink):
     async def post_status(self, run: RunRecord, view: StatusView) -> None:
         view.run_id = view.run_id or run.run_id
         try:
-            with slack_errors():
-                self._status_ts = await post_message(
-                    self._client,
-                    self._budget,
-                    self._channel,
-                    text=status_text(view),
-                    blocks=status_blocks(view, run.run_id, buttons=not self._resumed),
-                    thread_ts=self.thread,
-                )
+            self._status_ts = await self.post_once(
+                run,
+                text=status_text(view),
+                blocks=status_blocks(view, run.run_id, buttons=not self._resumed),
+            )
         except ChatError as error:
             # The thread still gets the run's replies; only its status message is missing.
             log.warning("run %s: no status message in %s: %s", run.run_id, self._channel, error)

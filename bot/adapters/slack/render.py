@@ -172,15 +172,13 @@ def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[
         blocks.append(
             {"type": "actions", "block_id": "research_export", "elements": [export_menu(run_id)]}
         )
-    blocks.append(
-        {
-            "type": "context",
-            "elements": [
-                {"type": "mrkdwn", "text": f"Run `{escape(run_id)}` · replies in the thread"}
-            ],
-        }
-    )
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": footer(run_id)}]})
     return blocks
+
+
+def footer(run_id: str) -> str:
+    """The last line of a run's status message: how a message in a thread is known as its."""
+    return f"Run `{escape(run_id)}` · replies in the thread"
 
 
 def _section(text: str) -> dict[str, Any]:

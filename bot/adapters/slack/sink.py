@@ -20,8 +20,10 @@ from bot.adapters.slack.client import (
     post_text,
     slack_errors,
     upload_file,
+    without_resends,
 )
 from bot.adapters.slack.render import (
+    footer,
     markdown_blocks,
     message_text,
     status_blocks,
@@ -38,6 +40,10 @@ Unreachable = Callable[[RunRecord, ChatError], Awaitable[None]]
 LAST_EDIT_PATIENCE_S = 600.0
 """How long a run's last status edit is tried again, after each 429's Retry-After, once the
 SDK's own retries (`RATE_LIMIT_RETRIES`) are spent."""
+STATUS_POSTS = 3
+"""Tries of a status message in a thread whose answers are lost, each after reading the thread."""
+THREAD_READ = 100
+"""Messages of a thread read to find a status message whose post went unanswered."""
 
 
 class SlackSink:
@@ -133,6 +139,51 @@ class SlackSink:
             log.info("run %s: its last edit is rate-limited: again in %.0f s", run.run_id, wait)
             await asyncio.sleep(wait)
 
+    async def post_once(self, run: RunRecord, *, text: str, blocks: list[dict[str, Any]]) -> str:
+        """The run's status message as a reply in its thread, posted once; its ts. When
+        Slack's answer is lost (the connection dropped or timed out), Slack may have posted it:
+        the thread is read, and only a message not found there is posted again. So the message
+        with the buttons is the one known here: its final edit lands, and no copy keeps them."""
+        for _ in range(STATUS_POSTS):
+            try:
+                return await self._post_status(text, blocks)
+            except ChatError as error:
+                if isinstance(error.__cause__, SlackApiError):
+                    raise  # Slack answered: it did not post it
+                lost = error
+            log.info("run %s: its status message went unanswered (%s)", run.run_id, lost.reason)
+            found = await self._status_in_thread(run)
+            if found:
+                return found
+        raise lost
+
+    async def _post_status(self, text: str, blocks: list[dict[str, Any]]) -> str:
+        with slack_errors():
+            return await post_message(
+                without_resends(self._client),
+                self._budget,
+                self._channel,
+                text=text,
+                blocks=blocks,
+                thread_ts=self._ts,
+            )
+
+    async def _status_in_thread(self, run: RunRecord) -> str:
+        """The ts of the run's status message if the thread has it, else ""."""
+        try:
+            with slack_errors():
+                answer = await self._client.conversations_replies(
+                    channel=self._channel, ts=self._ts, limit=THREAD_READ
+                )
+        except ChatError as error:
+            log.warning("run %s: its thread cannot be read: %s", run.run_id, error.reason)
+            return ""
+        line = footer(run.run_id)
+        for message in answer.get("messages") or []:
+            if any(_says(block, line) for block in message.get("blocks") or []):
+                return str(message["ts"])
+        return ""
+
     async def reply(self, run: RunRecord, text: str) -> None:
         if self._ts:
             with slack_errors():
@@ -157,6 +208,12 @@ class SlackSink:
         await post_message(
             self._client, self._budget, self._channel, text=text, blocks=blocks, thread_ts=self._ts
         )
+
+
+def _says(block: dict[str, Any], line: str) -> bool:
+    """A context block with exactly `line`: only an app's message has one."""
+    elements = block.get("elements") or [] if block.get("type") == "context" else []
+    return any(element.get("text") == line for element in elements)
 
 
 def _retry_after(error: BaseException | None) -> float | None:
