@@ -20,8 +20,11 @@ from bot.adapters.chat.sink import (
     outcome_summary,
     sources_label,
 )
+from bot.adapters.terminal_choice import TerminalChoice
 from bot.agent.events import (
     Event,
+    IdentityOffered,
+    IdentitySettled,
     Notice,
     ProviderSwitched,
     RunQueued,
@@ -51,18 +54,27 @@ WRITTEN_LATE = "This run had ended, but its report could not be written then: it
 class TerminalProgress:
     """A `RunListener` that draws one status line (live on a terminal, plain lines otherwise)."""
 
-    def __init__(self, console: Console, view: StatusView) -> None:
+    def __init__(
+        self, console: Console, view: StatusView, choice: TerminalChoice | None = None
+    ) -> None:
+        """`choice`: asks which company when the run's name fits namesakes."""
         self._console = console
+        self._choice = choice
         self.view = view
         self._urls: set[str] = set()
         self._rows = ResearcherRows(view)
         self._deep = False
         """A deep run: its own turns (plan, draft, report) are not shown as turns."""
         self._live: Live | None = None
-        if console.is_terminal:
-            self._live = Live(self._status(), console=console, refresh_per_second=8, transient=True)
-            self._live.start()
+        self._start_live()
         self.outcome: Outcome | None = None
+
+    def _start_live(self) -> None:
+        if self._console.is_terminal and self._live is None:
+            self._live = Live(
+                self._status(), console=self._console, refresh_per_second=8, transient=True
+            )
+            self._live.start()
 
     async def on_event(self, run: RunRecord, event: Event) -> None:
         self._deep = run.depth is Depth.DEEP
@@ -73,6 +85,12 @@ class TerminalProgress:
             self._print(milestone)
         elif line is not None:
             self._print(self._whose(event) + line)
+        if isinstance(event, IdentityOffered) and self._choice is not None:
+            self.close()  # a redrawn status line would cut through what the person types
+            await self._choice.offer(run, event)
+        elif isinstance(event, IdentitySettled) and self._choice is not None:
+            self._choice.close()
+            self._start_live()
         if self._live is not None:
             self._live.update(self._status())
 
@@ -110,6 +128,8 @@ class TerminalProgress:
             view.action = line = "Writing the report"
         elif isinstance(event, ProviderSwitched):
             line = event.message
+        elif isinstance(event, IdentitySettled):
+            line = event.note
         elif isinstance(event, Notice):
             line = NOTHING_YET_HERE if event.message == NOTHING_YET else event.message
         return line
@@ -126,6 +146,8 @@ class TerminalProgress:
         self._console.print(escape(strip_controls(outcome_summary(shown))))
 
     def close(self) -> None:
+        if self._choice is not None and self.outcome is not None:
+            self._choice.close()
         if self._live is not None:
             self._live.stop()
             self._live = None

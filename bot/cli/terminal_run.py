@@ -17,6 +17,7 @@ from rich.console import Console
 
 from bot.adapters.chat.sink import StatusView
 from bot.adapters.terminal import TerminalProgress, install_interrupts
+from bot.adapters.terminal_choice import TerminalChoice, stdin_fd
 from bot.agent.events import Event
 from bot.domain import Request, RunRecord, RunStatus, strip_controls
 from bot.errors import RequestError
@@ -31,8 +32,14 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 class ReportFile:
     """A terminal run's listener: progress on the console, the report written to a file."""
 
-    def __init__(self, console: Console, view: StatusView, output: Path | None) -> None:
-        self._progress = TerminalProgress(console, view)
+    def __init__(
+        self,
+        console: Console,
+        view: StatusView,
+        output: Path | None,
+        choice: TerminalChoice | None = None,
+    ) -> None:
+        self._progress = TerminalProgress(console, view, choice)
         self._output = output
         self.outcome: Outcome | None = None
         self.path: Path | None = None
@@ -99,7 +106,7 @@ async def research(
     services: Services, console: Console, request: Request, output: Path | None
 ) -> Finish:
     view = StatusView(run_id="", topic=request.topic, mode=request.mode.value, requester="you")
-    listener = ReportFile(console, view, output)
+    listener = ReportFile(console, view, output, TerminalChoice(services.runs, console, stdin_fd()))
     try:
         record = await services.runs.submit(request, listener)
     except RequestError:  # refused (the daily budget): nothing was stored, nothing runs
@@ -119,7 +126,7 @@ async def resume(services: Services, console: Console, run_id: str, output: Path
     view = StatusView(
         run_id=record.run_id, topic=record.topic, mode=record.mode.value, requester="you"
     )
-    listener = ReportFile(console, view, output)
+    listener = ReportFile(console, view, output, TerminalChoice(services.runs, console, stdin_fd()))
     ended = record.status in (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
     record = await services.runs.resume(record.run_id, listener)
     doing = "it had ended; writing its report again" if ended else "resuming"

@@ -11,10 +11,12 @@ from typing import Any
 from bot.agent.events import Ending, IdentityOffered, IdentitySettled
 from bot.compose import Services, open_services
 from bot.config import Settings
-from bot.domain import Mode, Request, RunStatus
+from bot.domain import Depth, Mode, Request, RunStatus
 from tests.conftest import FAST_MODEL, TEST_MODEL, Recorder
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, reply_text, reply_tools
+from tests.fakes.deep_script import DeepScript, forced
 from tests.fakes.tavily_api import FakeTavily
+from tests.fakes.web import ARTICLE_PATH, FakeWeb
 
 REPORT = "# Acme Robotics\n\n## TL;DR\nFound it [1]."
 ACME = {"name": "Acme Robotics, Inc.", "website": "acme-robotics.com", "country": "United States"}
@@ -212,3 +214,21 @@ async def test_a_contracts_search_names_a_market_and_settles_nothing(
     assert tavily.requests == []
     assert [r["model"] for r in anthropic_api.requests] == [TEST_MODEL]
     assert not any(e.kind.startswith("identity_") for e in recorder.events)
+
+
+async def test_a_deep_run_gives_the_company_to_every_stage(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    anthropic_api.script(named(ACME))
+    anthropic_api.responder = DeepScript(article_url=f"{web.url}{ARTICLE_PATH}")
+    async with bot(settings) as services:
+        recorder = Recorder()
+        await services.runs.submit(Request(topic="Acme Robotics", depth=Depth.DEEP), recorder)
+        await recorder.finished.wait()
+
+    identify, *stages = anthropic_api.requests
+    assert forced(identify) == "name_company"
+    briefed = [r for r in stages if forced(r) != "record_verdicts"]  # the claim judge aside
+    assert {forced(r) for r in briefed} >= {"submit_plan", "submit_coverage", "submit_report"}
+    assert all(f"The company researched: {ACME_LINE}." in str(r["system"]) for r in briefed)
+    assert recorder.outcome.report.company == ACME_LINE

@@ -115,6 +115,8 @@ async def test_a_follow_up_takes_its_runs_identity(
         await follow_up.finished.wait()
 
     assert len(tavily.requests) == 1  # the follow-up settled nothing of its own
+    asked = anthropic_api.requests[2]
+    assert f"The company researched: {ACME_LINE}." in str(asked["system"])
     assert not any(e.kind.startswith("identity_") for e in follow_up.events)
     assert follow_up.outcome.version == 2
     assert follow_up.outcome.markdown.startswith(f"# Acme Robotics\n\n{ACME_LINE}\n\n")
