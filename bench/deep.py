@@ -3,12 +3,12 @@ against the same researchers without a shared cached prefix, and the page fetche
 shared page cache avoided.
 
 The real `DeepResearch` runs against a scripted in-process model that answers each call by its
-forced tool (plan, draft, report, claim judge) or, for a researcher, by its turn: search, read
+forced tool (plan, coverage check, report, claim judge) or, for a researcher, by its turn: search, read
 pages (researchers read some of the same URLs), then `submit_finding`. Every reply, search and
 page waits a scripted latency. The critical path is what a perfect engine would take: the plan,
 the slowest researcher (its turns' model latency plus each turn's slowest tool; a page another
-researcher already asked for arrives when that fetch ends), the draft, the final report and the
-claim judge. Input cost replays the researchers' recorded requests through the prompt-cache
+researcher already asked for arrives when that fetch ends), the coverage check, the final report
+and the claim judge. Input cost replays the researchers' recorded requests through the prompt-cache
 simulation of the fake Messages API.
 
     python -m bench.deep [--runs 5] [--seed 1]
@@ -63,7 +63,7 @@ QUESTIONS = [
 ]
 """As many researchers as DeepLimits allows at once: they all run in parallel."""
 STEP_S = (0.150, 0.300)
-"""The plan, the supervisor's draft and the final report."""
+"""The plan, the supervisor's coverage check and the final report."""
 TURN_S = (0.050, 0.150)
 JUDGE_S = (0.040, 0.080)
 TOOL_S = (0.020, 0.200)
@@ -90,7 +90,7 @@ class Turn:
 @dataclass(frozen=True)
 class Script:
     plan_s: float
-    draft_s: float
+    check_s: float
     final_s: float
     judge_s: float
     turns: dict[str, list[Turn]]
@@ -118,7 +118,7 @@ def make_script(rng: random.Random) -> Script:
     calls = [c for ts in turns.values() for turn in ts for c in turn.calls]
     return Script(
         plan_s=rng.uniform(*STEP_S),
-        draft_s=rng.uniform(*STEP_S),
+        check_s=rng.uniform(*STEP_S),
         final_s=rng.uniform(*STEP_S),
         judge_s=rng.uniform(*JUDGE_S),
         turns=turns,
@@ -150,7 +150,7 @@ def researchers_s(script: Script, *, shared: bool) -> float:
 
 
 def critical_path(script: Script, *, judged: bool, shared: bool = True) -> float:
-    after = script.draft_s + script.final_s + (script.judge_s if judged else 0.0)
+    after = script.check_s + script.final_s + (script.judge_s if judged else 0.0)
     return script.plan_s + researchers_s(script, shared=shared) + after
 
 
@@ -238,9 +238,9 @@ class ScriptedModel:
         if name == "submit_plan":
             plan = [{"question": q, "priority": 1 + i % 2} for i, q in enumerate(QUESTIONS)]
             return script.plan_s, [(name, {"questions": plan})], None
-        if name == "submit_draft":
-            draft = f"## Business\n\n{TOPIC} builds warehouse robots [1].\n\n" + "Detail. " * 150
-            return script.draft_s, [(name, {"draft": draft, "gaps": []})], None
+        if name == "submit_coverage":
+            check = {"sections": [{"section": "Overview", "status": "covered"}], "gaps": []}
+            return script.check_s, [(name, check)], None
         if name == "submit_report":
             return script.final_s, [(name, final_report())], None
         if name == "record_verdicts":
@@ -274,9 +274,11 @@ def final_report() -> dict[str, Any]:
         "executive_summary": f"{TOPIC} builds warehouse robots [1].",
         "sections": [
             {"heading": "Business", "body": "It sells picking robots to grocery warehouses [2]."},
-            {"heading": "Conclusion", "body": "A growing company with a clear market [1]."},
+            {
+                "heading": "Customers and market",
+                "body": "A growing company with a clear market [1].",
+            },
         ],
-        "confidence": "high",
     }
 
 
@@ -343,7 +345,7 @@ async def run_floor(script: Script, *, judged: bool) -> float:
     started = time.perf_counter()
     await asyncio.sleep(script.plan_s)
     await asyncio.gather(*(researcher(turns) for turns in script.turns.values()))
-    for step_s in (script.draft_s, script.final_s, script.judge_s if judged else 0.0):
+    for step_s in (script.check_s, script.final_s, script.judge_s if judged else 0.0):
         await asyncio.sleep(step_s)
     return time.perf_counter() - started
 
@@ -418,7 +420,7 @@ def report_runs(rows: list[Measured]) -> None:
     print(
         f"deep run: {len(QUESTIONS)} researchers in parallel, {READING_TURNS[0]}-{READING_TURNS[1]} "
         f"reading turns each; model {TURN_S[0] * 1000:.0f}-{TURN_S[1] * 1000:.0f} ms a turn, "
-        f"plan/draft/report {STEP_S[0] * 1000:.0f}-{STEP_S[1] * 1000:.0f} ms, claim judge "
+        f"plan/check/report {STEP_S[0] * 1000:.0f}-{STEP_S[1] * 1000:.0f} ms, claim judge "
         f"{JUDGE_S[0] * 1000:.0f}-{JUDGE_S[1] * 1000:.0f} ms, tools "
         f"{TOOL_S[0] * 1000:.0f}-{TOOL_S[1] * 1000:.0f} ms"
     )
@@ -435,7 +437,7 @@ def report_runs(rows: list[Measured]) -> None:
         )
     saved_ms = statistics.median((r.unshared - r.path) * 1000 for r in rows)
     print(
-        "path: plan + slowest researcher + draft + final report + claim judge (a page another "
+        "path: plan + slowest researcher + coverage check + final report + claim judge (a page another "
         f"researcher asked for first arrives with that fetch: {saved_ms:.0f} ms shorter, median, "
         "than fetching every page anew)"
     )
