@@ -15,6 +15,7 @@ from collections.abc import Awaitable
 
 from aiolimiter import AsyncLimiter
 
+from bot.adapters.chat.choice import fold_identity
 from bot.adapters.chat.sink import (
     FILE_REFUSED,
     ChatError,
@@ -31,6 +32,8 @@ from bot.adapters.chat.sink import (
 from bot.agent.events import (
     CoverageChecked,
     Event,
+    IdentityOffered,
+    IdentitySettled,
     Notice,
     ProviderSwitched,
     RunQueued,
@@ -105,6 +108,9 @@ class ChatProgress:
             self._apply(event)
             await self._sink.post_status(run, self.view)
             return
+        if isinstance(event, IdentityOffered | IdentitySettled):
+            await self._show_identity(run, event)
+            return
         if self._token_refused or self.quiet:
             self._apply(event)
             return
@@ -174,6 +180,23 @@ class ChatProgress:
             await self._sink.reply(run, event.message)
         if self._apply(event):
             self._request_edit(run)
+
+    async def _show_identity(
+        self, run: RunRecord, event: IdentityOffered | IdentitySettled
+    ) -> None:
+        """The choice's buttons come and go at once, quiet or not, past the edit interval: the
+        run waits on them. An edit still on the wire lands first, so none brings them back."""
+        self._apply(event)
+        if self._token_refused:
+            return
+        if isinstance(event, IdentitySettled) and not self.quiet:
+            await self._quietly(run, "milestones", self._flush_milestones(run))
+            await self._quietly(run, "the company", self._sink.reply(run, event.note))
+        if self._editing is not None and not self._editing.done():
+            await asyncio.wait([self._editing], timeout=IN_FLIGHT_WAIT_S)
+        async with self._limiter:
+            edit = self._sink.edit_status(run, self.view.model_copy(deep=True))
+            await self._quietly(run, "the choice of company", edit)
 
     async def _send_report(self, run: RunRecord, filename: str, markdown: str) -> bool:
         """The file; if the platform refuses it, the report as messages. True once it is there."""
@@ -263,6 +286,8 @@ class ChatProgress:
             view.state, view.action = "Writing the report", ""
         elif isinstance(event, CoverageChecked):
             view.state = "Researching the gaps" if event.gaps else "Coverage checked"
+        elif isinstance(event, IdentityOffered | IdentitySettled):
+            fold_identity(view, event)
         else:
             return row_changed
         return True

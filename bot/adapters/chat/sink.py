@@ -27,7 +27,7 @@ from bot.agent.events import (
 )
 from bot.agent.language import frame
 from bot.agent.report.model import format_cost
-from bot.domain import RunRecord
+from bot.domain import Company, RunRecord
 from bot.errors import BotError
 from bot.runs.manager import Outcome
 
@@ -149,6 +149,13 @@ class StatusView(BaseModel):
     """A quick run's latest tool calls, oldest first (at most MAX_STEPS)."""
     earlier_steps: int = 0
     """Tool calls before those in `steps`."""
+    candidates: list[Company] = Field(default_factory=list)
+    """The companies a company run's name fits, most likely first, while it waits for a person
+    to choose one (bot/adapters/chat/choice.py): the message offers each as a button."""
+    choose_within_s: float = 0.0
+    """How long the run waits for that choice before it takes the first."""
+    identity: str = ""
+    """Once settled, which company the run researches: one line for people (the core's note)."""
 
 
 class ResearcherRows:

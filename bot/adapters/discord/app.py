@@ -24,6 +24,7 @@ from bot.adapters.chat.commands import DISCORD_USAGE, research_command, usage_co
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.service import CommandService, Refused, Reply
 from bot.adapters.chat.sink import ChatSink, StatusView
+from bot.adapters.discord.choice import ChoiceButton
 from bot.adapters.discord.export import DiscordExports
 from bot.adapters.discord.followup import ThreadQuestions, follow_up_reply
 from bot.adapters.discord.gateway import gateway_lock_name, hold_gateway
@@ -104,7 +105,7 @@ class ResearchClient(discord.AutoShardedClient):
         self._limiters: dict[str, AsyncLimiter] = {}
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(RunButton, ExportSelect)
+        self.add_dynamic_items(RunButton, ExportSelect, ChoiceButton)
 
     def progress(self, run: RunRecord, sink: ChatSink | None = None) -> ChatProgress:
         """The renderer of one run (in its thread, unless another `sink` shows it); edits share
@@ -232,6 +233,18 @@ class ResearchClient(discord.AutoShardedClient):
         except Refused as refused:
             reply = refused.reply
         await interaction.response.send_message(reply_text(reply), ephemeral=True)
+
+    async def on_identity_choice(
+        self, interaction: discord.Interaction[Any], run_id: str, choice: int | None
+    ) -> None:
+        """A company button: acknowledged at once (the card shows the choice), then answered
+        privately."""
+        await interaction.response.defer()
+        try:
+            reply = await self.service.choose(caller_of(interaction), run_id, choice)
+        except Refused as refused:
+            reply = refused.reply
+        await tell(interaction, reply_text(reply))
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
         """The summarize reaction on a run's message; raw, so no privileged intent is needed."""

@@ -18,6 +18,7 @@ import discord
 from discord import ui
 
 from bot.adapters.chat.sink import ResearcherRow, StatusView, StepRow, counted, sources_label
+from bot.adapters.discord.choice import identity_items
 from bot.adapters.discord.views import ExportSelect, RunButton, safe_text
 from bot.agent.report.model import format_cost
 
@@ -83,7 +84,11 @@ class RowBadge(
 
 def run_card(view: StatusView, parts: CardParts = CardParts()) -> ui.LayoutView:
     """The whole message. `timeout=None`: its buttons are dynamic items and never expire."""
-    head: list[ui.Item[Any]] = [ui.TextDisplay(_status_text(view)), ui.Separator()]
+    head: list[ui.Item[Any]] = [
+        ui.TextDisplay(_status_text(view)),
+        *identity_items(view, buttons=parts.buttons),
+        ui.Separator(),
+    ]
     tail: list[ui.Item[Any]] = []
     if parts.notes:
         tail.append(ui.TextDisplay(_notes_text(parts.notes)))

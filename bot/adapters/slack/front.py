@@ -1,8 +1,9 @@
-"""The Slack front end's handlers on a slack-bolt `AsyncApp`: `/research`, its buttons, the
-summarize reaction, a person pressing Slack's stop button, mentions and DMs to the app
-(bot/adapters/slack/mentions.py), the agent view (bot/adapters/slack/assistant.py) and whatever
-none of them takes (bot/adapters/slack/ingress.py); and the listeners that finish interrupted
-runs and follow-ups in their old threads."""
+"""The Slack front end's handlers on a slack-bolt `AsyncApp`: `/research`, its buttons (the
+choice of company's in bot/adapters/slack/choice.py), the summarize reaction, a person pressing
+Slack's stop button, mentions and DMs to the app (bot/adapters/slack/mentions.py), the agent
+view (bot/adapters/slack/assistant.py) and whatever none of them takes
+(bot/adapters/slack/ingress.py); and the listeners that finish interrupted runs and follow-ups
+in their old threads."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.service import Action, Caller, CommandService, Refused, Reply
 from bot.adapters.chat.sink import ChatError, StatusView
 from bot.adapters.slack.assistant import AssistantSink, SlackAssistant
+from bot.adapters.slack.choice import ACTION_CHOOSE, ACTION_REFINE, SlackChoices
 from bot.adapters.slack.client import (
     SlackBudget,
     make_client,
@@ -117,6 +119,9 @@ class SlackFrontEnd:
         self.app.action(ACTION_SUMMARIZE)(self._on_summarize)
         self.app.action(ACTION_CANCEL)(self._on_cancel)
         self.app.action(ACTION_EXPORT)(self._exports.on_select)
+        choices = SlackChoices(self.client, self.service)
+        self.app.action(ACTION_CHOOSE)(choices.on_choose)
+        self.app.action(ACTION_REFINE)(choices.on_refine)
         summarize = SummarizeEvents(
             self.service, store, self._parents, emoji=settings.summarize_emoji
         )

@@ -146,9 +146,12 @@ def status_text(view: StatusView) -> str:
     return clip(f"Research: {escape(view.topic)} ({escape(view.state)})", FALLBACK_CHARS)
 
 
-def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[str, Any]]:
-    """The parent message: topic and requester, status, the two buttons while it runs, and
-    once it has finished with a report, the menu that uploads it as a file into the thread."""
+def status_blocks(
+    view: StatusView, run_id: str, *, buttons: bool, choice: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The parent message: topic and requester, status, the company (`choice`: its blocks from
+    bot/adapters/slack/choice.py), the two buttons while it runs, and once it has finished with
+    a report, the menu that uploads it as a file into the thread."""
     kind = " (public contracts)" if view.mode == Mode.CONTRACTS.value else ""
     header = f"*Research{kind}:* {escape(view.topic)}\nAsked by {mention(view.requester)}"
     blocks: list[dict[str, Any]] = [
@@ -157,6 +160,7 @@ def status_blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[
     ]
     if view.researchers:
         blocks.append(_section(researcher_lines(view)))
+    blocks += choice or []
     if buttons:
         blocks.append(
             {

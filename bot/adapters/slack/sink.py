@@ -14,6 +14,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.adapters.chat.sink import ChatError, StatusView
+from bot.adapters.slack.choice import identity_blocks
 from bot.adapters.slack.client import (
     SlackBudget,
     post_message,
@@ -98,7 +99,7 @@ class SlackSink:
                     self._budget,
                     self._channel,
                     text=status_text(view),
-                    blocks=status_blocks(view, run.run_id, buttons=not self._resumed),
+                    blocks=_blocks(view, run.run_id, buttons=not self._resumed),
                 )
         except ChatError as error:
             log.warning("run %s: cannot post in %s: %s", run.run_id, self._channel, error)
@@ -129,7 +130,7 @@ class SlackSink:
                         channel=self._channel,
                         ts=ts,
                         text=status_text(view),
-                        blocks=status_blocks(view, run.run_id, buttons=buttons),
+                        blocks=_blocks(view, run.run_id, buttons=buttons),
                     )
                 return
             except ChatError as error:
@@ -208,6 +209,11 @@ class SlackSink:
         await post_message(
             self._client, self._budget, self._channel, text=text, blocks=blocks, thread_ts=self._ts
         )
+
+
+def _blocks(view: StatusView, run_id: str, *, buttons: bool) -> list[dict[str, Any]]:
+    choice = identity_blocks(view, run_id, buttons=buttons)
+    return status_blocks(view, run_id, buttons=buttons, choice=choice)
 
 
 def _says(block: dict[str, Any], line: str) -> bool:
