@@ -132,22 +132,6 @@ def make_client(settings: Settings, session: aiohttp.ClientSession | None = None
     )
 
 
-def without_resends(client: AsyncWebClient) -> AsyncWebClient:
-    """`client` for a post that must not be made twice: when the connection drops before
-    Slack's answer, slack_sdk would send it again, but Slack may have carried it out."""
-    return AsyncWebClient(
-        token=client.token,
-        base_url=client.base_url,
-        session=client.session,
-        timeout=client.timeout,
-        retry_handlers=[
-            handler
-            for handler in client.retry_handlers
-            if not isinstance(handler, AsyncConnectionErrorRetryHandler)
-        ],
-    )
-
-
 Share = Callable[[], float]
 """This process's share of Slack's rate limits: 1.0 alone, 1/N with N live replicas."""
 

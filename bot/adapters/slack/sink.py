@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
@@ -21,7 +22,6 @@ from bot.adapters.slack.client import (
     post_text,
     slack_errors,
     upload_file,
-    without_resends,
 )
 from bot.adapters.slack.render import (
     footer,
@@ -233,3 +233,19 @@ def _retry_after(error: BaseException | None) -> float | None:
         return max(0.0, float(value)) if value is not None else 1.0
     except (TypeError, ValueError):
         return 1.0
+
+
+def without_resends(client: AsyncWebClient) -> AsyncWebClient:
+    """`client` for a post that must not be made twice: when the connection drops before
+    Slack's answer, slack_sdk would send it again, but Slack may have carried it out."""
+    return AsyncWebClient(
+        token=client.token,
+        base_url=client.base_url,
+        session=client.session,
+        timeout=client.timeout,
+        retry_handlers=[
+            handler
+            for handler in client.retry_handlers
+            if not isinstance(handler, AsyncConnectionErrorRetryHandler)
+        ],
+    )
