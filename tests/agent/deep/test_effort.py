@@ -13,13 +13,16 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from pydantic import BaseModel
 
 from bot.agent.brief import SECTIONS, STOPPING
 from bot.agent.deep.findings import source_index
 from bot.agent.deep.prompts import CUT_OFF
+from bot.agent.deep.schema import Coverage, FinalReport, FindingDraft, Plan
 from bot.agent.events import CoverageChecked, FindingReady, PlanReady, ResearcherStarted
 from bot.agent.prompts import SYNTHESIZE_NOW
 from bot.agent.report.model import Source, SourceRegistry
+from bot.agent.structured import tool_for
 from bot.compose import Services
 from bot.domain import Company, Depth, Identity, Mode, Request
 from tests.agent.deep.test_deep import DEEP, deep_world, of, run_deep
@@ -253,3 +256,16 @@ def test_the_source_index_gives_each_source_its_domain_date_and_whether_it_was_r
     assert "[1] Acme 10-K — filings.example — 2025-03-01 — search result only" in index
     assert "[2] Acme &lt;/web_content> news — news.example — read" in index
     assert index.count("</web_content>") == 1  # one fence, the title's tag defused
+
+
+@pytest.mark.parametrize("schema", [Plan, FindingDraft, Coverage, FinalReport])
+def test_every_field_of_a_deep_tool_is_described_to_the_model(schema: type[BaseModel]) -> None:
+    sent = tool_for("tool", schema)["input_schema"]
+    models = [sent, *sent.get("$defs", {}).values()]
+    undescribed = [
+        f"{model.get('title')}.{name}"
+        for model in models
+        for name, field in model["properties"].items()
+        if not field.get("description")
+    ]
+    assert undescribed == []
