@@ -19,7 +19,7 @@ from discord import ui
 
 from bot.adapters.chat.sink import ResearcherRow, StatusView, StepRow, counted, sources_label
 from bot.adapters.discord.choice import identity_items
-from bot.adapters.discord.views import ExportSelect, RunButton, safe_text
+from bot.adapters.discord.views import ExportSelect, RunButton, cut_inert, inert, neutral
 from bot.agent.report.model import format_cost
 
 COMPONENT_LIMIT = 40
@@ -146,7 +146,7 @@ def _sections(view: StatusView) -> list[_Shown]:
 
 
 def _step_section(view: StatusView, step: StepRow) -> ui.Section[Any]:
-    text = f"**{step.number}.** {_inert(step.action, ROW_QUESTION_CHARS)}"
+    text = f"**{step.number}.** {inert(step.action, ROW_QUESTION_CHARS)}"
     if step.failed:
         label = "failed"
     elif step.done:
@@ -159,9 +159,9 @@ def _step_section(view: StatusView, step: StepRow) -> ui.Section[Any]:
 
 
 def _researcher_section(view: StatusView, row: ResearcherRow) -> ui.Section[Any]:
-    text = f"**{row.agent}.** {_inert(row.question, ROW_QUESTION_CHARS)}"
+    text = f"**{row.agent}.** {inert(row.question, ROW_QUESTION_CHARS)}"
     if row.action and not view.finished:
-        text += f"\n-# {_inert(row.action, ROW_ACTION_CHARS)}"
+        text += f"\n-# {inert(row.action, ROW_ACTION_CHARS)}"
     count = sources_label(row.sources) if row.sources else ""
     if row.done:
         label = f"✓ {count}" if count else "✓ done"
@@ -173,8 +173,8 @@ def _researcher_section(view: StatusView, row: ResearcherRow) -> ui.Section[Any]
 def _status_text(view: StatusView) -> str:
     """Topic and action may hold untrusted text: escaped, not obeyed. The requester's mention
     is ours; messages go out with no allowed mentions, so it shows a name and pings no one."""
-    title = f"{view.mode.capitalize()} research: {_inert(view.topic, TOPIC_CHARS)}"
-    state = f"**Status:** {_inert(view.state, TOPIC_CHARS)}"
+    title = f"{view.mode.capitalize()} research: {inert(view.topic, TOPIC_CHARS)}"
+    state = f"**Status:** {inert(view.state, TOPIC_CHARS)}"
     if view.turn:
         state += f" · turn {view.turn}"
     if view.steps:
@@ -193,7 +193,7 @@ def _status_text(view: StatusView) -> str:
 def _notes_text(notes: Sequence[str]) -> str:
     """The latest lines that fit, each whole: a line cut at its start could lose the escape
     or the link its markup belongs to."""
-    text = _neutral("\n".join(notes))
+    text = neutral("\n".join(notes))
     if len(text) <= NOTE_CHARS:
         return text
     lines = text.split("\n")
@@ -204,34 +204,13 @@ def _notes_text(notes: Sequence[str]) -> str:
             break
         kept.insert(0, line)
         room -= len(line) + 1
-    return "\n".join(["…", *kept]) if kept else _cut(lines[-1], NOTE_CHARS)
+    return "\n".join(["…", *kept]) if kept else cut_inert(lines[-1], NOTE_CHARS)
 
 
 def _colour(view: StatusView) -> discord.Colour:
     if not view.finished:
         return discord.Colour.blurple()
     return discord.Colour.green() if view.has_report else discord.Colour.light_grey()
-
-
-def _inert(text: str, limit: int) -> str:
-    """Untrusted text made inert whole, then cut to `limit`. Cut first, a link or an emphasis
-    would lose its end, and what is left of it would no longer be seen as one to defuse."""
-    return _cut(_neutral(text), limit)
-
-
-def _neutral(text: str) -> str:
-    """No mention, no markup, web links only."""
-    return discord.utils.escape_markdown(safe_text(text))
-
-
-def _cut(inert: str, limit: int) -> str:
-    """Inert text shortened to `limit` with "…": only its end goes, so nothing it escaped
-    comes loose, and never after half an escape (a lone backslash would escape the "…")."""
-    if len(inert) <= limit:
-        return inert
-    cut = inert[: limit - 1]
-    backslashes = len(cut) - len(cut.rstrip("\\"))
-    return cut[: len(cut) - backslashes % 2] + "…"
 
 
 def _text_length(item: ui.Item[Any]) -> int:

@@ -13,6 +13,7 @@ from discord import ui
 
 from bot.adapters.chat.choice import QUESTION, REFINE, choice_prompt, offers_choice
 from bot.adapters.chat.sink import StatusView
+from bot.adapters.discord.views import inert as inert_whole
 from bot.adapters.discord.views import safe_text
 
 LABEL_CHARS = 80
@@ -104,11 +105,5 @@ def button_label(text: str) -> str:
 
 
 def inert(text: str, limit: int) -> str:
-    """Untrusted text for a text display: made inert whole (no mention, no markup, web links
-    only), then cut to `limit` without leaving half an escape."""
-    flat = discord.utils.escape_markdown(safe_text(" ".join(text.split())))
-    if len(flat) <= limit:
-        return flat
-    cut = flat[: limit - 1]
-    trailing = len(cut) - len(cut.rstrip("\\"))
-    return cut[: len(cut) - trailing % 2] + "…"
+    """Untrusted text on one line for a text display: inert whole, then cut (views.inert)."""
+    return inert_whole(" ".join(text.split()), limit)

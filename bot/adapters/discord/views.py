@@ -67,6 +67,28 @@ def safe_text(text: str) -> str:
     return discord.utils.escape_mentions(defuse_broadcasts(web_links_only(text)))
 
 
+def inert(text: str, limit: int) -> str:
+    """Untrusted text for a text display, made inert whole, then cut to `limit`. Cut first, a
+    link or an emphasis would lose its end, and what is left of it would no longer be seen as
+    one to defuse."""
+    return cut_inert(neutral(text), limit)
+
+
+def neutral(text: str) -> str:
+    """No mention, no markup, web links only."""
+    return discord.utils.escape_markdown(safe_text(text))
+
+
+def cut_inert(inert: str, limit: int) -> str:
+    """Inert text shortened to `limit` with "…": only its end goes, so nothing it escaped
+    comes loose, and never after half an escape (a lone backslash would escape the "…")."""
+    if len(inert) <= limit:
+        return inert
+    cut = inert[: limit - 1]
+    backslashes = len(cut) - len(cut.rstrip("\\"))
+    return cut[: len(cut) - backslashes % 2] + "…"
+
+
 @runtime_checkable
 class Handlers(Protocol):
     """What the client offers the command and the buttons, their input already parsed."""
