@@ -85,7 +85,7 @@ class Identifying:
     def __init__(
         self, inner: Engine, step: IdentityStep | None, store: Store, *, timeout_s: float
     ) -> None:
-        """`step` None: the identity step is off (only earlier and inherited identities)."""
+        """`step` None: the identity step is off; follow-ups still take their run's identity."""
         self._inner = inner
         self._step = step
         self._store = store
@@ -147,6 +147,8 @@ class Identifying:
         if before is not None or (history is not None and _past_settling(history, why)):
             settling.identity = before  # settled before the restart: never asked again
             return
+        if self._step is None:
+            return  # the step is off: no search, and no identity of an earlier run either
         key = identity_key(request.topic)
         place = request.origin
         earlier = await self._store.earlier_identity(
@@ -175,8 +177,6 @@ class Identifying:
     ) -> AsyncIterator[Event]:
         """The step, then the person when the name fits namesakes: into `settling`."""
         found = await self._found(run_id, request, control, history or [])
-        if found is None:
-            return
         for event in found.events:
             if isinstance(event, UsageRecorded):
                 settling.usage += event.usage
@@ -199,13 +199,12 @@ class Identifying:
 
     async def _found(
         self, run_id: str, request: Request, control: Control, history: list[Event]
-    ) -> Found | None:
-        """The candidates offered before a restart, else the step's; None when it is off."""
+    ) -> Found:
+        """The candidates offered before a restart, else the step's."""
         offered = _offer(history)
         if offered is not None:
             return Found(candidates=offered)
-        if self._step is None:
-            return None
+        assert self._step is not None  # `_settle` asks only with the step on
         return await self._step.find(run_id, request, control)
 
 
