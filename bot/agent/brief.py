@@ -69,9 +69,9 @@ class Effort:
             if self.researchers and self.researchers > 1
             else ""
         )
-        return (
-            f"Limits: at most {self.turns} turns of tool calls and about {minutes} minutes.{team}"
-        )
+        turns = f"{self.turns} turn" + ("s" if self.turns != 1 else "")
+        span = f"{minutes} minute" + ("s" if minutes != 1 else "")
+        return f"Limits: at most {turns} of tool calls and about {span}.{team}"
 
 
 @dataclass(frozen=True)

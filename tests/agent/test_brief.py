@@ -36,7 +36,7 @@ def test_a_researching_stage_hears_the_company_its_namesakes_the_date_and_its_li
 
 def test_a_writing_stage_gets_no_limits_and_a_contracts_run_names_no_company() -> None:
     writer = for_stage(Mode.COMPANY, ACME, today=date(2026, 12, 1)).text()
-    assert "turns of tool calls" not in writer
+    assert "of tool calls" not in writer
     assert "Stop researching" not in writer
     assert "Acme Robotics, Inc." in writer
     assert "The company researched" not in for_stage(Mode.CONTRACTS, ACME).text()
@@ -56,3 +56,7 @@ def test_the_quick_prompt_lists_the_shared_sections_and_asks_for_the_report_alon
     ]
     assert "nothing before it" in prompt
     assert "Acme Robotics, Inc." in prompt
+
+
+def test_one_turn_and_one_minute_are_said_in_the_singular() -> None:
+    assert "at most 1 turn of tool calls and about 1 minute." in Effort(1, 0.4).text()
