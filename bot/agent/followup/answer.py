@@ -1,43 +1,20 @@
-"""A follow-up's answer and revised report: taken only when `answer` is called alone, checked
-against the run's numbered sources without renumbering them, and rendered for the thread (the
-answer) and as a file (a new version)."""
+"""A follow-up's answer and revised report: checked against the run's numbered sources without
+renumbering them, and rendered for the thread (the answer) and as a file (a new version)."""
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from bot.agent.followup.prompts import ALONE, ANSWER_TOOL, FollowUpAnswer
 from bot.agent.language import frame
 from bot.agent.report.citations import check
 from bot.agent.report.model import Report, SourceRegistry, parse_report, report_filename
 from bot.agent.report.support import Support
-from bot.agent.web.registry import Toolbox, ToolContext, ToolOutput, ToolResult, problems
 
 if TYPE_CHECKING:
     from bot.domain import RunRecord
 
 _CITATION = re.compile(r"\[(\d+)\]")
-
-
-class AnswerAlone:
-    """The research tools, and `answer` called beside them: not taken, it gets a tool result
-    asking for it alone (the answer was written before their results came)."""
-
-    def __init__(self, toolbox: Toolbox) -> None:
-        self._toolbox = toolbox
-
-    async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult:
-        if name != ANSWER_TOOL:
-            return await self._toolbox.call(ctx, name, raw_input)
-        try:
-            FollowUpAnswer.model_validate(raw_input)
-            heading = ALONE
-        except ValidationError as error:
-            heading = f"Invalid input for {ANSWER_TOOL}: {problems(error)}"
-        return ToolResult(is_error=True, output=ToolOutput(heading=heading), duration_s=0.0)
 
 
 def answer_report(

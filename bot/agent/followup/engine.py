@@ -38,7 +38,8 @@ from bot.agent.events import (
     Usage,
     UsageRecorded,
 )
-from bot.agent.followup.answer import AnswerAlone, answer_report, revised_report
+from bot.agent.followup.alone import AnswerAlone
+from bot.agent.followup.answer import answer_report, revised_report
 from bot.agent.followup.prompts import (
     ANSWER_TOOL,
     CUT_OFF,
