@@ -55,7 +55,7 @@ def settled_note(identity: Identity, timeout_s: float, *, summarized: bool = Fal
         )
     how = {
         "earlier": ", as an earlier run here settled.",
-        "timeout": f": nobody chose within {_duration(timeout_s)}, so the most likely one was taken.",
+        "timeout": f": nobody chose within {duration(timeout_s)}, so the most likely one was taken.",
         "alone": ": the name fits more than one company and nobody could be asked, so the most "
         "likely one was taken.",
     }
@@ -240,7 +240,8 @@ def _unsettled(topic: str, problem: str) -> str:
     return f"Could not tell which company {topic} is ({problem}): researching the name as given."
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """`2 minutes`, `90 seconds`: how long, the way a person says it."""
     whole = max(round(seconds), 0)
     if whole >= 60 and whole % 60 == 0:
         minutes = whole // 60

@@ -6,9 +6,9 @@ bot/adapters/discord/choice.py)."""
 
 from __future__ import annotations
 
-from bot.adapters.chat.calls import counted
 from bot.adapters.chat.sink import StatusView
 from bot.agent.events import IdentityOffered, IdentitySettled
+from bot.runs.identify import duration
 
 QUESTION = "Which company did you mean?"
 REFINE = "None of these: refine"
@@ -23,14 +23,6 @@ def choice_prompt(view: StatusView) -> str:
         "The name fits more than one company. Research starts on the one chosen; without a "
         f"choice within {duration(view.choose_within_s)}, it goes on with the first."
     )
-
-
-def duration(seconds: float) -> str:
-    """`2 minutes`, `90 seconds`: how long, the way a person says it."""
-    whole = max(round(seconds), 0)
-    if whole >= 60 and whole % 60 == 0:
-        return counted(whole // 60, "minute")
-    return counted(whole, "second")
 
 
 def fold_identity(view: StatusView, event: IdentityOffered | IdentitySettled) -> None:
