@@ -26,6 +26,7 @@ from bot.agent.events import (
 from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import StoreError
 from bot.runs.active import ActiveRun, request_of
+from bot.runs.admission import Admission
 from bot.runs.mailbox import RunListener
 from bot.runs.outcome import Outcome
 from bot.runs.owner import new_owner
@@ -79,7 +80,7 @@ class RunManager(Takeover):
         self._store = store
         self._engine = engine
         self._quota = quota
-        self._admitting = asyncio.Lock()
+        self._admission = Admission()
         self._queue = RunQueue(max_concurrent)
         self._active: dict[str, ActiveRun] = {}
         self.owner = new_owner()
@@ -91,15 +92,18 @@ class RunManager(Takeover):
     async def submit(self, request: Request, listener: RunListener) -> RunRecord:
         """Store the run and schedule it; returns at once with its record (status queued).
         Raises `QuotaError` (storing nothing) when the budget or the hourly limit refuses it."""
-        # One at a time, so two requests at once cannot both take the last place.
-        async with self._admitting:
+        asked_at = self._store.now()
+        admission = self._admission
+        async with admission.in_order(), admission.one_per_person(request.origin):
             if self._quota is not None:
                 await self._quota.check(request.origin)
             # Owned from the start: with replicas, no other one claims the run before this one
             # has shown it in its thread (`SharedQueue.hold`).
             record = await self._store.create_run(
-                request, owner=self.owner, lease_until=self._lease()
+                request, owner=self.owner, lease_until=self._lease(), asked_at=asked_at
             )
+        # Every request asked before this one has joined its line; this one joins before any
+        # asked after it resumes.
         if self._shared is not None:
             await self._shared.hold(record, listener)
         else:
@@ -254,20 +258,20 @@ class RunManager(Takeover):
 
     async def _research(self, active: ActiveRun, request: Request, *, resume: bool) -> Outcome:
         run_id = active.record.run_id
-        if not await self._queue.turn(run_id, active.control.cancel_requested, self._announce):
-            await active.emit(RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage()))
-            return await active.persist(Outcome(ending=Ending.CANCELLED))
         try:
-            await self._store.mark_running(run_id)
-            active.record = await self._store.get_run(run_id)
-            if resume:
-                history = await self._store.events(run_id)
+            if not await self._queue.turn(run_id, active.control.cancel_requested, self._announce):
+                await active.emit(RunFinished(ending=Ending.CANCELLED, turns=0, usage=Usage()))
+                return await active.persist(Outcome(ending=Ending.CANCELLED))
+            active.record = await self._store.mark_running(run_id)
+            history = await self._store.events(run_id) if resume else None
+            await self._queue.take(run_id)  # runs given slots at once start in line order
+            if history is not None:
                 events = self._engine.recover(run_id, request, history, active.control)
             else:
                 events = self._engine.research(run_id, request, active.control)
             return await active.consume(events, recovered=resume)
         finally:
-            self._queue.release()
+            self._queue.leave(run_id)
 
     async def _rescue(self, active: ActiveRun, request: Request, error: Exception) -> Outcome:
         """After an unexpected failure: write up from the stored evidence; failing that, end
@@ -301,7 +305,7 @@ class RunManager(Takeover):
         run_id = active.record.run_id
         if active.persisted:
             return
-        queued = self._queue.leave(run_id)
+        queued = active.record.status is RunStatus.QUEUED  # the engine never had it
         status, error = (RunStatus.QUEUED, None) if queued else (RunStatus.INTERRUPTED, STOPPED)
         try:
             await self._store.leave_run(run_id, status, error=error)

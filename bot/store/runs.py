@@ -41,6 +41,7 @@ from bot.store.rows import (
     insert_new,
     iso,
     new_run_id,
+    run_record,
     utcnow,
     write_claims,
 )
@@ -109,8 +110,15 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
             raise NotFoundError(f"No run {run_id} here.")
 
     async def create_run(
-        self, request: Request, *, owner: str | None = None, lease_until: datetime | None = None
+        self,
+        request: Request,
+        *,
+        owner: str | None = None,
+        lease_until: datetime | None = None,
+        asked_at: datetime | None = None,
     ) -> RunRecord:
+        """The run, stored queued, as read back. `asked_at` (default: now) orders the line: the
+        moment it was asked for, not when this write got its turn."""
         values = {
             column: getattr(request.origin, field) for field, column in ORIGIN_COLUMNS.items()
         }
@@ -118,7 +126,7 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
             "topic": request.topic,
             "mode": request.mode.value,
             "status": RunStatus.QUEUED.value,
-            "created_at": iso(self._now()),
+            "created_at": iso(asked_at or self._now()),
             "owner": owner,
             "lease_until": iso(lease_until) if lease_until else None,
             "language": request.language,
@@ -126,22 +134,32 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
             "parent_run_id": request.parent_run_id,
         }
 
-        def work(conn: Connection) -> str:
+        def work(conn: Connection) -> RunRecord:
             run_id = new_run_id()
-            while conn.execute(select(RUNS.c.run_id).where(RUNS.c.run_id == run_id)).first():
+            while conn.execute(_RUN_ID_TAKEN, {"run_id": run_id}).first():
                 run_id = new_run_id()
-            seq = select(func.coalesce(func.max(RUNS.c.created_seq), 0) + 1).scalar_subquery()
-            conn.execute(insert(RUNS).values(run_id=run_id, created_seq=seq, **values))
-            return run_id
+            return run_record(conn.execute(_CREATE_RUN, {"run_id": run_id, **values}).one())
 
-        return await self.get_run(await self._db.write(work))
+        # Grouped, and read back in the same transaction: a hundred runs asked for at once
+        # share a commit, and none waits for a second round trip.
+        return await self._db.write_grouped(work)
 
     async def set_location(self, run_id: str, *, channel: str, thread: str) -> None:
         await self._update_run(run_id, {"channel": channel, "thread": thread})
 
-    async def mark_running(self, run_id: str) -> None:
+    async def mark_running(self, run_id: str) -> RunRecord:
+        """The run as it now is, running (one round trip: its start waits for it)."""
         now = iso(self._now())
-        await self._update_run(run_id, {"status": RunStatus.RUNNING.value, "started_at": now})
+        statement = (
+            update(RUNS)
+            .where(RUNS.c.run_id == run_id)
+            .values(status=RunStatus.RUNNING.value, started_at=now)
+            .returning(*RUNS.c)
+        )
+        row = await self._db.write(lambda conn: conn.execute(statement).first())
+        if row is None:
+            raise NotFoundError(f"No run {run_id} here.")
+        return run_record(row)
 
     async def claim_run(
         self, run_id: str, *, seen_owner: str | None, owner: str, lease_until: datetime
@@ -250,6 +268,27 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
         """A run's measured claims, replacing any stored before (`finish_run` does this too)."""
         await self._db.write(lambda conn: write_claims(conn, clean_id(run_id), support))
 
+
+_RUN_ID_TAKEN = select(RUNS.c.run_id).where(RUNS.c.run_id == bindparam("run_id"))
+_CREATED_COLUMNS = [
+    "run_id",
+    *ORIGIN_COLUMNS.values(),
+    *("topic", "mode", "status", "created_at", "owner", "lease_until", "language", "depth"),
+    "parent_run_id",
+]
+_CREATE_RUN = (
+    insert(RUNS)
+    .values(
+        {name: bindparam(name) for name in _CREATED_COLUMNS}
+        | {
+            "created_seq": select(
+                func.coalesce(func.max(RUNS.c.created_seq), 0) + 1
+            ).scalar_subquery()
+        }
+    )
+    .returning(*RUNS.c)
+)
+"""A new run, numbered after every other, read back: built once, as the event statements are."""
 
 # The two statements every event runs, built once: a statement built per event costs more than
 # SQLite takes to run it (`bench.loop_overhead`).

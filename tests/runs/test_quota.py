@@ -3,6 +3,7 @@ them when a run is submitted: a real store on a clock the test moves, a scripted
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -120,3 +121,19 @@ async def test_the_terminal_has_no_hourly_limit(world: World) -> None:
     for _ in range(3):
         await world.runs.submit(Request(topic="Acme"), Recorder())
     assert len(await world.store.list_runs()) == 3
+
+
+@pytest.mark.parametrize("world", [QuotaLimits(user_runs_per_hour=1)], indirect=True)
+async def test_one_person_asking_twice_at_once_gets_one_run_and_others_are_not_held_up(
+    world: World,
+) -> None:
+    world.engine.release.set()
+    asked = await asyncio.gather(
+        world.submit(user="U1"),
+        world.submit(user="U1"),
+        world.submit(user="U2"),
+        return_exceptions=True,
+    )
+
+    assert [type(answer) for answer in asked] == [Recorder, QuotaError, Recorder]
+    assert len(await world.store.list_runs()) == 2
