@@ -120,7 +120,9 @@ class ClaimChecker:
             _note(claims, skipped)
             return
         prompts = [(i, claim, _prompt(run, report, claim, i)) for i, claim in enumerate(claims, 1)]
-        about = f"The report is about: {run.request.topic}. Today is {date.today().isoformat()}."
+        identity = run.request.identity
+        subject = identity.company.line() if identity else run.request.topic
+        about = f"The report is about: {subject}. Today is {date.today().isoformat()}."
         batches = _batches(prompts)
         for batch in batches[MAX_CALLS:]:
             _note([claim for _, claim, _ in batch], OVER_BUDGET)

@@ -16,7 +16,7 @@ from bot.agent.report.model import Report, Section, Source
 from bot.agent.report.support import Verdict
 from bot.compose import Services, open_services
 from bot.config import Settings
-from bot.domain import Request
+from bot.domain import Company, Identity, Request
 from tests.conftest import FAST_MODEL, Recorder
 from tests.fakes.anthropic_api import (
     FakeAnthropic,
@@ -103,9 +103,10 @@ def test_cited_sentences_split_bullets_and_sentences_and_ignore_years_in_bracket
     ]
 
 
-async def _research(services: Services) -> Recorder:
+async def _research(services: Services, identity: Identity | None = None) -> Recorder:
     recorder = Recorder()
-    record = await services.runs.submit(Request(topic="Acme Robotics"), recorder)
+    request = Request(topic="Acme Robotics", identity=identity)
+    record = await services.runs.submit(request, recorder)
     recorder.run_id = record.run_id  # type: ignore[attr-defined]
     await recorder.finished.wait()
     return recorder
@@ -220,6 +221,19 @@ async def test_the_judge_knows_the_topic_the_date_and_each_claim_section_and_jud
     assert support is not None
     assert support.claims[1].note == "not in the cited excerpts: r"
     assert "in the source" not in support.claims[1].note
+
+
+async def test_the_judge_is_told_the_settled_company_not_just_the_name(
+    settings: Settings, anthropic_api: FakeAnthropic, web: FakeWeb
+) -> None:
+    acme = Identity(company=Company(name="Acme Robotics, Inc.", website="acme-robotics.com"))
+    text = "# Acme\n\n## TL;DR\n- It makes picking robots [1]."
+    anthropic_api.script(*_read_then(web, text), _judged("supported"))
+    async with open_services(settings.model_copy(update={"max_turns": 3})) as services:
+        await _research(services, acme)
+
+    asked = anthropic_api.requests[2]["messages"][0]["content"]
+    assert asked.startswith("The report is about: Acme Robotics, Inc. (acme-robotics.com).")
 
 
 UNCHECKED_FOOTER = (
