@@ -5,6 +5,7 @@ refusal) is quick."""
 
 from __future__ import annotations
 
+import gc
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -44,4 +45,10 @@ app.add_typer(db.db_app, name="db")
 
 def main() -> None:
     tune_malloc()
-    app()
+    try:
+        app()
+    finally:
+        # The command has said what it had to, and its heap goes back to the system whole.
+        # Frozen, the interpreter's last collections do not walk its 90,000 objects again: a
+        # fifth of a read's CPU (`export`: 0.18 of 0.85 s), seconds on a busy machine.
+        gc.freeze()
