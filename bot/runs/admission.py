@@ -7,7 +7,7 @@ busy, each of 100 requests then waited for every store round trip of the ones be
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from bot.domain import Origin
@@ -16,21 +16,27 @@ Person = tuple[str, str, str]
 
 
 class Admission:
-    def __init__(self) -> None:
+    def __init__(self, *, limited: bool) -> None:
+        """`limited`: an hourly limit applies, so one person's requests go one at a time."""
+        self._limited = limited
         self._last: asyncio.Future[None] | None = None
         self._people: dict[Person, tuple[asyncio.Lock, int]] = {}
 
     @asynccontextmanager
-    async def in_order(self) -> AsyncIterator[None]:
-        """Enter at once; leave only after every request asked before this one has left (or
-        given up), so runs join their line in the order they were asked for, whichever store
-        write ends first. Take it before the first await of the request."""
+    async def in_order(self) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+        """A place among the requests, taken at once (enter before the request's first await):
+        `await turn()` returns once every request asked before this one has left (or given up),
+        so what this one does from there happens in the order asked, whichever store write
+        ended first. Leaving gives the next one its turn."""
         ahead, mine = self._last, asyncio.get_running_loop().create_future()
         self._last = mine
-        try:
-            yield
+
+        async def turn() -> None:
             if ahead is not None:
                 await asyncio.shield(ahead)
+
+        try:
+            yield turn
         finally:
             _after(ahead, mine)
             if self._last is mine:
@@ -41,7 +47,7 @@ class Admission:
         """A person's requests one at a time, so two at once cannot both take their last run
         of the hour. Nothing else a request is checked against changes when a run is stored
         (no spend yet), and the terminal has no person: those never wait."""
-        if not origin.user:
+        if not self._limited or not origin.user:
             yield
             return
         key = (origin.platform, origin.workspace, origin.user)

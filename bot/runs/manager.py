@@ -80,7 +80,7 @@ class RunManager(Takeover):
         self._store = store
         self._engine = engine
         self._quota = quota
-        self._admission = Admission()
+        self._admission = Admission(limited=quota is not None)
         self._queue = RunQueue(max_concurrent)
         self._active: dict[str, ActiveRun] = {}
         self.owner = new_owner()
@@ -93,21 +93,22 @@ class RunManager(Takeover):
         """Store the run and schedule it; returns at once with its record (status queued).
         Raises `QuotaError` (storing nothing) when the budget or the hourly limit refuses it."""
         asked_at = self._store.now()
-        admission = self._admission
-        async with admission.in_order(), admission.one_per_person(request.origin):
-            if self._quota is not None:
-                await self._quota.check(request.origin)
-            # Owned from the start: with replicas, no other one claims the run before this one
-            # has shown it in its thread (`SharedQueue.hold`).
-            record = await self._store.create_run(
-                request, owner=self.owner, lease_until=self._lease(), asked_at=asked_at
-            )
-        # Every request asked before this one has joined its line; this one joins before any
-        # asked after it resumes.
-        if self._shared is not None:
-            await self._shared.hold(record, listener)
-        else:
-            self._start(record, listener, request, resume=False)
+        async with self._admission.in_order() as turn:
+            async with self._admission.one_per_person(request.origin):
+                if self._quota is not None:
+                    await self._quota.check(request.origin)
+                # Owned from the start: with replicas, no other one claims the run before this
+                # one has shown it in its thread (`SharedQueue.hold`).
+                record = await self._store.create_run(
+                    request, owner=self.owner, lease_until=self._lease(), asked_at=asked_at
+                )
+            # Into its line after every run asked before it: here, or the shared one (where a
+            # run still held by this replica would be passed over by the claims).
+            await turn()
+            if self._shared is not None:
+                await self._shared.hold(record, listener)
+            else:
+                self._start(record, listener, request, resume=False)
         return record
 
     async def control(self, run_id: str, action: str) -> RunRecord | None:
@@ -272,6 +273,8 @@ class RunManager(Takeover):
             return await active.consume(events, recovered=resume)
         finally:
             self._queue.leave(run_id)
+            if self._shared is not None:
+                self._shared.wake()  # a slot is free: the shared line's next run, now
 
     async def _rescue(self, active: ActiveRun, request: Request, error: Exception) -> Outcome:
         """After an unexpected failure: write up from the stored evidence; failing that, end

@@ -88,17 +88,18 @@ class SharedQueue:
 
     async def hold(self, record: RunRecord, listener: RunListener) -> None:
         """A run just recorded here, owned by this replica so that no other one shows it in a
-        thread first: started here when a slot is free; else shown with its place in line, then
-        let go for whichever replica is free first. Follow-ups always wait in line, where one
-        of a run's follow-ups at a time is claimed."""
-        if record.parent_run_id is None and self._runner.has_free_slot():
+        thread first: started here when a slot is free and no run waits ahead of it; else
+        shown with its place in line, then let go for whichever replica is free first.
+        Follow-ups always wait in line, where one of a run's follow-ups at a time is claimed."""
+        position = await self._store.queue_position(
+            record.run_id, self.platforms, reserved_by=self._runner.owner
+        )
+        first = position is None or position == 1  # (None: not a platform of the line)
+        if record.parent_run_id is None and first and self._runner.has_free_slot():
             self._runner.start_claimed(record, listener)
             await self._publish("claimed", record.run_id)
             return
         held = self._held[record.run_id] = Held(record, listener)
-        position = await self._store.queue_position(
-            record.run_id, self.platforms, reserved_by=self._runner.owner
-        )
         if position is not None:
             held.position = position
             await self._tell(held, RunQueued(position=position))
@@ -158,7 +159,9 @@ class SharedQueue:
         """Each run held here hears its place when it changes; one claimed elsewhere is let go
         (its claimer tells its thread from now on)."""
         for run_id, held in list(self._held.items()):
-            position = await self._store.queue_position(run_id, self.platforms)
+            position = await self._store.queue_position(
+                run_id, self.platforms, reserved_by=self._runner.owner
+            )
             if position is None:
                 self._held.pop(run_id, None)
             elif position != held.position:

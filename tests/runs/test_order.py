@@ -9,9 +9,10 @@ from pathlib import Path
 
 from bot.agent.control import Control
 from bot.agent.events import Ending, Event, RunFinished, RunQueued, RunStarted, Usage
-from bot.domain import Request
+from bot.domain import Origin, Request
 from bot.runs.manager import RunManager
 from bot.store.runs import Store
+from bot.store.signals import PostgresSignals
 from tests.conftest import Recorder
 
 
@@ -111,3 +112,30 @@ async def test_requests_asked_at_once_are_stored_at_once_not_one_after_another(
     # None of the thirty waited for the store writes of those asked before it: all were stored
     # before the first one's research began.
     assert engine.stored_at_first_start == 30
+
+
+async def test_with_replicas_runs_start_in_order_each_as_a_slot_frees_told_to_their_asker(
+    pg_url: str,
+) -> None:
+    topics = [f"Company {n}" for n in range(10)]
+    listeners = [Recorder() for _ in topics]
+    origin = Origin(platform="slack", workspace="T1", channel="C1", user="U1")
+    async with Store.connect(pg_url) as store:
+        engine = Scripted(store)
+        # Leases of 10 minutes: the replica's own timer would look at the line every 200 s.
+        signals = PostgresSignals(store.database, pg_url)
+        runs = RunManager(store, engine, max_concurrent=2, lease_s=600, shared=signals)
+        await runs.recover(lambda run: Recorder(), platform="slack")
+        await asyncio.gather(
+            *(
+                runs.submit(Request(topic=t, origin=origin), heard)
+                for t, heard in zip(topics, listeners, strict=True)
+            )
+        )
+        async with asyncio.timeout(20):  # far below the timer: only a freed slot can do it
+            await asyncio.gather(*(heard.finished.wait() for heard in listeners))
+        await runs.shutdown()
+
+    assert engine.started == topics
+    # Each run's outcome reached the listener of the thread that asked for it.
+    assert [heard.outcome.ending for heard in listeners] == [Ending.COMPLETED] * 10
