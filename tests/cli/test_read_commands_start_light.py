@@ -151,6 +151,7 @@ def _at_exit(stderr: str) -> dict[str, object]:
     return seen
 
 
+@pytest.mark.timeout(60)  # two fresh interpreters
 async def test_a_read_that_has_printed_leaves_nothing_for_its_exit_to_wait_on(
     cli: Cli, tmp_path: Path
 ) -> None:

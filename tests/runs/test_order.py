@@ -1,5 +1,5 @@
-"""Runs start in the order they were asked for, however many wait and on either engine, and
-asking for a run waits for no other request's store writes."""
+"""Runs start in the order they were asked for, however many wait: on either engine, and with
+replicas sharing one line; and asking for a run waits for no other request's store writes."""
 
 from __future__ import annotations
 
