@@ -13,10 +13,8 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    Integer,
     Text,
     bindparam,
-    case,
     delete,
     func,
     insert,
@@ -24,7 +22,7 @@ from sqlalchemy import (
     update,
 )
 
-from bot.agent.events import EVENT_ADAPTER, Event, RunFinished, TurnStarted, UsageRecorded
+from bot.agent.events import EVENT_ADAPTER, Event
 from bot.agent.report.model import Report
 from bot.agent.report.support import Support
 from bot.domain import Request, RunRecord, RunStatus
@@ -47,6 +45,7 @@ from bot.store.rows import (
 )
 from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
 from bot.store.shared import SharedQueries
+from bot.store.tallies import count_event
 
 
 class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
@@ -248,7 +247,7 @@ class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
                 raise NotFoundError(f"No run {run_id} here.")
             row = {"run_id": run_id, "kind": event.kind, "payload": payload, "at": iso(event.at)}
             conn.execute(_APPEND_EVENT, row)
-            _count(conn, run_id, event)
+            count_event(conn, run_id, event)
 
         # Group commit: the events of concurrent runs share transactions; this returns once
         # this event is committed, so it is still stored before anyone hears it.
@@ -305,54 +304,3 @@ _APPEND_EVENT = insert(EVENTS).from_select(
         bindparam("at", type_=Text),
     ).where(EVENTS.c.run_id == bindparam("run_id", type_=Text)),
 )
-
-
-def _at_least(column: Any, value: Any) -> Any:
-    return case((column < value, value), else_=column)
-
-
-# What an event adds to its run's row, prebuilt like the two above.
-_ADD_USAGE = (
-    update(RUNS)
-    .where(RUNS.c.run_id == bindparam("run"))
-    .values(
-        input_tokens=RUNS.c.input_tokens + bindparam("inputs"),
-        output_tokens=RUNS.c.output_tokens + bindparam("outputs"),
-        cache_read_tokens=RUNS.c.cache_read_tokens + bindparam("cache_reads"),
-        cache_write_tokens=RUNS.c.cache_write_tokens + bindparam("cache_writes"),
-        cost_usd=RUNS.c.cost_usd + bindparam("cost"),
-        # An unknown cost anywhere makes the run's total unknown for good.
-        cost_known=RUNS.c.cost_known * bindparam("known"),
-    )
-)
-_ADD_TURN = update(RUNS).where(RUNS.c.run_id == bindparam("run")).values(turns=RUNS.c.turns + 1)
-_RAISE_TURNS = (
-    update(RUNS)
-    .where(RUNS.c.run_id == bindparam("run"))
-    .values(turns=_at_least(RUNS.c.turns, bindparam("least", type_=Integer)))
-)
-
-
-def _count(conn: Connection, run_id: str, event: Event) -> None:
-    """What an event adds to its run's row: tokens and cost, or its turn count."""
-    if isinstance(event, UsageRecorded):
-        use = event.usage
-        known = use.cost_usd is not None
-        conn.execute(
-            _ADD_USAGE,
-            {
-                "run": run_id,
-                "inputs": use.input_tokens,
-                "outputs": use.output_tokens,
-                "cache_reads": use.cache_read_tokens,
-                "cache_writes": use.cache_write_tokens,
-                "cost": use.cost_usd if known else 0.0,
-                "known": int(known),
-            },
-        )
-    elif isinstance(event, TurnStarted) and event.agent:
-        # A deep run's researchers count their own turns: the run's count is their sum.
-        conn.execute(_ADD_TURN, {"run": run_id})
-    elif isinstance(event, TurnStarted | RunFinished):
-        turns = event.turn if isinstance(event, TurnStarted) else event.turns
-        conn.execute(_RAISE_TURNS, {"run": run_id, "least": turns})
