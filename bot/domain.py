@@ -55,6 +55,14 @@ class Origin(BaseModel):
     """Slack parent message ts / Discord thread id, once posted."""
     user: str = ""
     user_name: str = ""
+    private: bool = True
+    """The conversation is private (a private channel, a group DM, a DM), or the platform did not
+    say: what was asked in it is found only from it. False only where the platform says public."""
+
+    @property
+    def scope(self) -> str:
+        """The workspace that sources and search are scoped to: the terminal is one of its own."""
+        return "terminal" if self.platform == "terminal" else self.workspace
 
 
 IDENTITY_FIELD_CHARS = 200
