@@ -55,6 +55,8 @@ class Entry:
 class Document:
     title: str
     """Inline Markdown."""
+    company: str
+    """Plain text: the company the run settled on (`Report.company`), or empty."""
     byline: str
     language: str
     parts: list[Part]
@@ -83,6 +85,7 @@ def document(report: Report, run: RunRecord) -> Document:
     notes.append(run_line(run, ending(run), report.language))
     return Document(
         title=report.title,
+        company=" ".join(report.company.split()),
         byline=f"{kind} · {report.created_at:%Y-%m-%d}",
         language=report.language,
         parts=[Part(words.tldr, report.tldr.strip())]

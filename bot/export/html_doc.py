@@ -28,6 +28,7 @@ body {
 h1 { font-size: 1.75rem; line-height: 1.25; margin: 1rem 0 .25rem; }
 h2 { font-size: 1.3rem; margin: 2rem 0 .5rem; border-bottom: 1px solid #ddd; }
 h3, h4, h5, h6 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
+.company { margin: 0 0 0.25rem; font-weight: 600; }
 .byline { margin: 0 0 1.5rem; color: #555; font-style: italic; }
 a { color: #0b57d0; }
 a.cite { text-decoration: none; white-space: nowrap; font-size: .85em; }
@@ -59,6 +60,9 @@ pre, blockquote, tr, .sources li { break-inside: avoid; }
 
 def render_html_page(doc: Document) -> str:
     n = len(doc.sources)
+    company = (
+        f'<p class="company"{_dir(doc.company)}>{escape(doc.company)}</p>\n' if doc.company else ""
+    )
     sections = "\n".join(
         f"<section>\n<h2{_dir(plain(part.heading))}>{render_inline_html(part.heading, n)}</h2>\n"
         f"{render_html(part.body, n)}</section>"
@@ -88,7 +92,7 @@ def render_html_page(doc: Document) -> str:
 <body>
 <header>
 <h1{_dir(doc.plain_title)}>{render_inline_html(doc.title, n)}</h1>
-<p class="byline"{_dir(doc.byline)}>{escape(doc.byline)}</p>
+{company}<p class="byline"{_dir(doc.byline)}>{escape(doc.byline)}</p>
 </header>
 <main>
 {sections}

@@ -44,6 +44,8 @@ def render_docx(doc: Document) -> bytes:
     word.core_properties.language = doc.language
     writer = _Writer(word)
     writer.heading(parse_inline(doc.title, len(doc.sources)), 1)
+    if doc.company:
+        word.add_paragraph(doc.company)
     byline = word.add_paragraph()
     byline.add_run(doc.byline).italic = True
     for part in doc.parts:

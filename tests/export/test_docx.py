@@ -86,3 +86,16 @@ def test_every_script_is_there_and_arabic_reads_right_to_left(
     assert english._p.pPr is None or english._p.pPr.find(qn("w:bidi")) is None
     table = document.tables[0]
     assert [c.text for c in table.rows[1].cells] == ["2023", "£12.5M [2]"]
+
+
+def test_the_settled_company_is_the_paragraph_after_the_title(
+    run: RunRecord, report: Report
+) -> None:
+    settled = report.model_copy(update={"company": "Acme Robotics Ltd · acme.example · UK"})
+
+    texts = [p.text for p in word(run, settled).paragraphs]
+    unsettled = [p.text for p in word(run, report).paragraphs]
+
+    assert texts[:2] == ["Acme Robotics: обзор", "Acme Robotics Ltd · acme.example · UK"]
+    assert unsettled[1] != texts[1]
+    assert texts[2:] == unsettled[1:]

@@ -126,3 +126,17 @@ def test_an_arabic_report_is_a_right_to_left_page(run: RunRecord) -> None:
     # An English paragraph inside it still reads left to right.
     english = next(p for p in parsed.all("p") if p.text.startswith("Acme builds"))
     assert english.attrs["dir"] == "ltr"
+
+
+def test_the_settled_company_stands_under_the_title_as_text(run: RunRecord, report: Report) -> None:
+    settled = report.model_copy(
+        update={"company": "Acme Robotics Ltd <b>x</b> · acme.example · United Kingdom"}
+    )
+    parsed, source = page(run, settled)
+
+    [line] = [e for e in parsed.all("p") if e.attrs.get("class") == "company"]
+    assert line.text == "Acme Robotics Ltd <b>x</b> · acme.example · United Kingdom"
+    assert "<b>x</b>" not in source
+    assert source.index('class="company"') < source.index('class="byline"')
+    _, unsettled = page(run, report)
+    assert 'class="company"' not in unsettled
