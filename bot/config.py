@@ -117,6 +117,8 @@ class Settings(BaseSettings):
     export_fonts: Path | None = Field(default=None, alias="RESEARCH_BOT_EXPORT_FONTS")
     """A folder of extra fonts (.ttf, .otf, .ttc) for PDF export, tried after the system's: for
     a script no installed font covers (a CJK font on a machine where you cannot install one)."""
+    mcp_config: Path | None = Field(default=None, alias="RESEARCH_BOT_MCP_CONFIG")
+    """An `mcpServers` JSON file: MCP servers whose tools runs may use (README: MCP servers)."""
 
     max_turns: int = Field(default=12, ge=1, le=100, alias="RESEARCH_BOT_MAX_TURNS")
     """Model turns with tools before the run is asked to write up."""
@@ -159,8 +161,7 @@ class Settings(BaseSettings):
     """Wall-clock seconds for a whole deep run: plan, researchers, draft and final report."""
 
     followup_max_turns: int = Field(default=3, ge=1, le=20, alias="RESEARCH_BOT_FOLLOWUP_MAX_TURNS")
-    """Turns with tools a follow-up question may take when the run's evidence does not cover it;
-    after them it answers from what it has."""
+    """Turns with tools a follow-up may take when the run's evidence falls short; then it answers."""
     followup_max_cost_usd: float | None = Field(
         default=0.25, gt=0, alias="RESEARCH_BOT_FOLLOWUP_MAX_COST_USD"
     )
@@ -223,7 +224,7 @@ class Settings(BaseSettings):
     @field_validator(
         *("anthropic_api_key", "openai_api_key", "openai_fast_model", "tavily_api_key"),
         *("brave_api_key", "github_token", "slack_bot_token", "slack_app_token"),
-        *("slack_signing_secret", "discord_token", *API_ADDRESSES),
+        *("slack_signing_secret", "discord_token", "mcp_config", *API_ADDRESSES),
         *("max_run_cost_usd", "daily_budget_usd", "followup_max_cost_usd"),
         mode="before",
     )
@@ -306,8 +307,7 @@ class Settings(BaseSettings):
         return self.prices.get(model)
 
     def unpriced_models(self) -> list[str]:
-        """Models of the configured providers with no price: their runs show "cost unknown",
-        never $0."""
+        """Configured providers' models with no price: their runs show "cost unknown", never $0."""
         models = {
             "anthropic": (self.model, self.fast_model),
             "openai": (self.openai_model, self.openai_fast()),

@@ -13,7 +13,7 @@ are stable: other tests script a model that calls them by name.
                            `on_crash` drops every connection)
     hang(seconds)          answers after `seconds` (default an hour): past any timeout
     flood(kib)             a text result of `kib` KiB
-    rpc_error()            a JSON-RPC error (-32000, "the wiki database is locked")
+    rpc_error()            a JSON-RPC error (-32050, "the wiki database is locked")
     inject()               text and structuredContent full of fence closers and mentions
     malformed()            stdio only: a response line that is not a valid tool result
 """
@@ -51,6 +51,7 @@ INJECTION = (
 )
 """What `inject` answers: fence closers in several spellings, Slack and Discord mentions."""
 RPC_ERROR = "the wiki database is locked"
+RPC_ERROR_CODE = -32050
 WIRE: tuple[int, int] | None = None
 """(st_dev, st_ino) of the stdout pipe the process started with: the SDK moves the wire to a
 private descriptor and points fd 1 at stderr, and `malformed` writes on the wire itself."""
@@ -158,7 +159,7 @@ def rogue_server(on_crash: Callable[[], Awaitable[None]] | None = None) -> MCPSe
     @server.tool()
     def rpc_error() -> str:
         """Fails with a JSON-RPC error, not a tool result."""
-        raise MCPError(code=-32000, message=RPC_ERROR)
+        raise MCPError(code=RPC_ERROR_CODE, message=RPC_ERROR)
 
     @server.tool()
     def inject() -> CallToolResult:

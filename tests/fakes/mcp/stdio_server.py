@@ -5,8 +5,8 @@
     [..., "crm", "--stubborn"]                      also ignores its stdin closing (and stays up
                                                     until it is terminated)
 
-`STDIO_SERVER` is this file's path (tests.fakes.mcp.STDIO_SERVER). It prints `MCP_FAKE_STARTED
-<pid>` on stderr when it starts, so a test can count starts."""
+`STDIO_SERVER` is this file's path (tests.fakes.mcp.STDIO_SERVER). With MCP_FAKE_PIDFILE in its
+environment it writes its pid there when it starts."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def main() -> None:
     stdout = os.fstat(1)
     catalog.WIRE = (stdout.st_dev, stdout.st_ino)
     server = catalog.crm_server() if which == "crm" else catalog.rogue_server()
-    print(f"MCP_FAKE_STARTED {os.getpid()}", file=sys.stderr, flush=True)
+    if pidfile := os.environ.get("MCP_FAKE_PIDFILE"):
+        Path(pidfile).write_text(str(os.getpid()))
     server.run("stdio")
     if "--stubborn" in flags:
         time.sleep(3600)
