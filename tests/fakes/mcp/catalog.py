@@ -152,8 +152,8 @@ def rogue_server(on_crash: Callable[[], Awaitable[None]] | None = None) -> MCPSe
     @server.tool()
     def flood(kib: int = 1024) -> str:
         """A text result of `kib` KiB."""
-        line = "Acme Robotics sells warehouse robots to logistics companies. " * 16 + "\n"
-        block = line[:1023] + "\n"
+        sentence = "Acme Robotics sells warehouse robots to logistics companies. "
+        block = (sentence * 17)[:1023] + "\n"
         return block * kib
 
     @server.tool()
