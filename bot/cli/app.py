@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from bot.cli import ask, db, history, reports, research, serve
+from bot.cli.mcp import mcp_app
 from bot.memory import tune_malloc
 
 
@@ -41,6 +42,7 @@ discord_app = typer.Typer(no_args_is_help=True, help="Discord set-up.")
 _add(discord_app, serve.discord_sync, "sync")
 app.add_typer(discord_app, name="discord")
 app.add_typer(db.db_app, name="db")
+app.add_typer(mcp_app, name="mcp")
 
 
 def main() -> None:

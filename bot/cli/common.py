@@ -24,6 +24,7 @@ from bot.domain import RunRecord, strip_controls
 from bot.errors import BotError, ConfigError, RequestError, StoreError
 
 if TYPE_CHECKING:
+    from bot.agent.mcp.config import ServerConfig
     from bot.store.runs import Store
 
 TRY_LATER = 75
@@ -44,6 +45,16 @@ def load_settings(flags: Mapping[str, tuple[str, Any]] | None = None) -> Setting
         raise ConfigError(_problems(error, flags or {}, given)) from None
     except SettingsError as error:
         raise ConfigError(f"Invalid setting: {error}") from None
+
+
+def mcp_configs(settings: Settings) -> list[ServerConfig]:
+    """The MCP servers RESEARCH_BOT_MCP_CONFIG names (none without it). A command that may use
+    them reads the file at start, so a bad one stops it there with its one line (ConfigError)."""
+    if settings.mcp_config is None:
+        return []
+    from bot.agent.mcp.config import load_mcp_config
+
+    return load_mcp_config(settings.mcp_config)
 
 
 def _problems(

@@ -19,6 +19,7 @@ from bot.cli.common import (
     known_run,
     load_settings,
     log_to_terminal,
+    mcp_configs,
     out,
     run_id_of,
 )
@@ -62,6 +63,7 @@ def research(
     log_to_terminal()
     try:
         settings = load_settings(_limits(depth, max_turns, deadline))
+        mcp_configs(settings)  # a bad MCP config stops here, before any spend
         request = Request(
             topic=topic,
             mode=mode,

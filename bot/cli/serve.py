@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bot.agent import language
-from bot.cli.common import fail, load_settings
+from bot.cli.common import fail, load_settings, mcp_configs
 from bot.config import Settings
 from bot.errors import BotError, ConfigError
 
@@ -130,7 +130,9 @@ def serve(
     """Run the chat bot(s) until stopped (SIGTERM or Ctrl-C)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        asyncio.run(serve_platforms(load_settings(), platform, port=port))
+        settings = load_settings()
+        mcp_configs(settings)  # a bad MCP config stops here, before any client loads
+        asyncio.run(serve_platforms(settings, platform, port=port))
     except BotError as error:
         raise fail(error) from None
 
