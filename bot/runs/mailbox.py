@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from bot.agent.events import Event
 from bot.domain import RunRecord
@@ -28,6 +28,16 @@ class RunListener(Protocol):
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         """Deliver the outcome. Raise when it could not reach the person in any form: the run
         then stays undelivered, and is delivered again at the next start."""
+        ...
+
+
+@runtime_checkable
+class LetGo(Protocol):
+    """A listener that can be told another replica follows its run from now on."""
+
+    async def let_go(self, run: RunRecord) -> None:
+        """Say nothing more about `run`: no edit still waiting goes out (the claimer's would be
+        overwritten by it); one already on the wire is waited for."""
         ...
 
 

@@ -21,7 +21,7 @@ from typing import Protocol
 from bot.agent.events import RunQueued
 from bot.domain import RunRecord
 from bot.errors import StoreError
-from bot.runs.mailbox import RunListener
+from bot.runs.mailbox import LetGo, RunListener
 from bot.store.runs import Store
 from bot.store.signals import Signal, Signals
 
@@ -164,6 +164,8 @@ class SharedQueue:
             )
             if position is None:
                 self._held.pop(run_id, None)
+                if isinstance(held.listener, LetGo):
+                    await held.listener.let_go(held.record)
             elif position != held.position:
                 held.position = position
                 await self._tell(held, RunQueued(position=position))

@@ -119,6 +119,12 @@ class ChatProgress:
         except ChatError as error:
             self._failed(run, "progress", error)
 
+    async def let_go(self, run: RunRecord) -> None:
+        """Claimed by another replica, whose listener edits the status from now on."""
+        await self._stop_edits()
+        if self._editing is not None and not self._editing.done():
+            await asyncio.wait([self._editing], timeout=IN_FLIGHT_WAIT_S)
+
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         await self._stop_edits()
         has_report = outcome.markdown is not None and outcome.filename is not None

@@ -150,6 +150,10 @@ class StreamingProgress:
         else:
             self._dirty.set()
 
+    async def let_go(self, run: RunRecord) -> None:
+        await self._stop_flusher()
+        await self._edits.let_go(run)
+
     async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
         await self._stop_flusher()
         await self._status.loading(run, False)

@@ -5,6 +5,7 @@ a rate-limited append."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -17,6 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.sink import StatusView
+from bot.agent.events import RunQueued
 from bot.adapters.slack.client import SlackBudget, make_client
 from bot.adapters.slack.render import markdown_blocks, safe_markdown
 from bot.adapters.slack.session import LOADING_STATUS, NOT_SUBSCRIBED
@@ -29,6 +31,7 @@ from bot.store.runs import Store
 from tests.adapters.deep_engine import DeepScriptedEngine
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.fakes.slack_api import FakeSlack, Stream
+from tests.process import eventually
 
 ORIGIN = Origin(platform="slack", workspace="T1", channel="C1", user="U1", user_name="ada")
 PINGS = ("<!here>", "@everyone", "<@123456789012345678>")
@@ -383,3 +386,29 @@ async def test_a_reply_reaches_slack_as_a_markdown_block(world: World) -> None:
         blocks = json.loads(blocks)
     assert blocks[0]["type"] == "markdown"
     assert "TL;DR" in blocks[0]["text"]
+
+
+async def test_a_run_claimed_by_another_replica_gets_no_late_edit_from_its_asker(
+    world: World,
+) -> None:
+    """The asker's replica showed the run's place in line; once another replica claims it, an
+    edit still waiting here would land after the claimer's and bring back a stale status."""
+    sink = SlackSink(world.client, world.store, world.budget, team="T1", channel="C1", parents={})
+    view = StatusView(run_id="", topic="Acme Robotics", mode="company", requester="U1")
+    asker = ChatProgress(
+        sink, view, store=world.store, limiter=world.budget.updates("T1"), min_edit_interval_s=60
+    )
+    record = await world.store.create_run(Request(topic="Acme Robotics", origin=ORIGIN))
+    for position in (3, 2, 1):  # posted, edited at once, then one edit waiting a minute
+        await asker.on_event(record, RunQueued(position=position))
+
+    async def edited() -> bool:
+        return len(world.slack.calls_to("chat.update")) == 1
+
+    await eventually(edited)
+
+    await asker.let_go(record)
+
+    waiting = [t for t in asyncio.all_tasks() if "_flush_edits" in repr(t.get_coro())]
+    assert waiting == []
+    assert len(world.slack.calls_to("chat.update")) == 1
