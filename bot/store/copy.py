@@ -4,7 +4,9 @@ Every table of the schema is copied in foreign-key order (a run before its event
 its follow-ups), in batches, each committed on its own: a copy cut short keeps what it had
 written, and running it again inserts only what is missing (a row whose key is already there is
 skipped and counted as such). The source is only read; a file of an earlier release is first
-brought to this release's schema in a temporary copy, never in place.
+brought to this release's schema in a temporary copy, never in place. The search index is not
+copied: PostgreSQL computes its own from each report as it arrives (a generated column, outside
+`METADATA`, so never written here).
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from bot.store.rows import (
     runs_where,
     scope,
     statuses,
+    visible_from,
 )
 from bot.store.schema import CLAIMS, EVENTS, REPORTS, RUNS
 from bot.store.usage import UsageRow
@@ -50,9 +51,11 @@ class HistoryQueries:
         workspace: str | None = None,
         limit: int = 20,
         top_level: bool = False,
+        viewer_channel: str | None = None,
     ) -> list[RunRecord]:
-        """Newest first; `top_level`: without follow-ups (`follow_ups_of` gives them)."""
-        conditions = scope(platform, workspace)
+        """Newest first; `top_level`: without follow-ups (`follow_ups_of` gives them). With a
+        `viewer_channel`, only what that conversation may see (`visible_from`)."""
+        conditions = [*scope(platform, workspace), *visible_from(viewer_channel)]
         if top_level:
             conditions.append(RUNS.c.parent_run_id.is_(None))
         query = runs_where(*conditions).order_by(*NEWEST_FIRST).limit(limit)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, Select, and_, delete, insert, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, delete, insert, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgres_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -34,6 +34,7 @@ ORIGIN_COLUMNS = {
     "thread": "thread",
     "user": "user_id",
     "user_name": "user_name",
+    "private": "private",
 }
 """Origin field -> runs column."""
 NEWEST_FIRST = (RUNS.c.created_at.desc(), RUNS.c.created_seq.desc())
@@ -74,6 +75,14 @@ def scope(platform: str | None, workspace: str | None) -> list[ColumnElement[boo
     """The conditions of history scoped to a place (none for what is not named)."""
     wanted = [(RUNS.c.platform, platform), (RUNS.c.workspace, workspace)]
     return [column == value for column, value in wanted if value is not None]
+
+
+def visible_from(viewer_channel: str | None) -> list[ColumnElement[bool]]:
+    """What a conversation may see of its workspace: every public run, and the private runs asked
+    in it. None: the operator's view (the terminal), which sees the whole workspace."""
+    if viewer_channel is None:
+        return []
+    return [or_(RUNS.c.private == 0, RUNS.c.channel == viewer_channel)]
 
 
 def records(conn: Connection, query: Select[Any]) -> list[RunRecord]:

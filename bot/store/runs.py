@@ -1,7 +1,8 @@
 """The store: runs with their owner's lease and delivery, the append-only event log, reports,
 dedupe keys and claims, on SQLite or PostgreSQL (the schema: bot/store/schema.py). This module
-writes a run's life; the reads are in bot/store/history.py and bot/store/followups.py, the
-row shapes in bot/store/rows.py; bot/store/connection.py picks the engine that runs them."""
+writes a run's life; the reads are in bot/store/history.py and bot/store/followups.py, search in
+bot/store/search.py, the row shapes in bot/store/rows.py; bot/store/connection.py picks the
+engine that runs them."""
 
 from __future__ import annotations
 
@@ -44,11 +45,12 @@ from bot.store.rows import (
     write_claims,
 )
 from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
+from bot.store.search import SearchQueries
 from bot.store.shared import SharedQueries
 from bot.store.tallies import count_event
 
 
-class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries):
+class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries, SearchQueries):
     """The runs database: reads, and short write transactions each run whole."""
 
     def __init__(self, db: Database, clock: Clock) -> None:

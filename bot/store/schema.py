@@ -23,9 +23,13 @@ from sqlalchemy import (
     Table,
     TypeDecorator,
     UniqueConstraint,
+    event,
+    inspect,
     text,
 )
 from sqlalchemy import Text as SQLText
+
+from bot.store.search_index import create_search_index, search_index_added
 
 METADATA = MetaData()
 
@@ -38,6 +42,19 @@ class Text(TypeDecorator[str]):
 
     def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
         return value.replace("\x00", "") if value is not None and "\x00" in value else value
+
+
+class Flag(TypeDecorator[bool]):
+    """A yes/no stored as 0/1, read back as a bool (a flag reads the same on either engine)."""
+
+    impl = Integer
+    cache_ok = True
+
+    def process_bind_param(self, value: bool | None, dialect: Dialect) -> int | None:
+        return None if value is None else int(value)
+
+    def process_result_value(self, value: int | None, dialect: Dialect) -> bool | None:
+        return None if value is None else bool(value)
 
 
 def _counter(name: str) -> Column[int]:
@@ -80,6 +97,7 @@ RUNS = Table(
     Column("report_posted_at", Text),
     Column("identity", Text),
     Column("identity_key", Text),
+    Column("private", Flag, nullable=False, server_default=text("1")),
     Index("runs_history", "platform", "workspace", text("created_at DESC")),
     Index("runs_status", "status"),
     Index("runs_undelivered", "delivered_at", "status"),
@@ -194,7 +212,26 @@ def _identities(conn: Connection) -> None:
     conn.execute(text("CREATE INDEX runs_identity ON runs (platform, workspace, identity_key)"))
 
 
-STEPS: tuple[Step, ...] = (_runs_in_creation_order, _replicas, _report_posted, _identities)
+def _search(conn: Connection) -> None:
+    """11: whether a run was asked in a private conversation (runs before this: private), and
+    the full-text index over reports, their versions and follow-up answers, of the rows already
+    stored too (bot/store/search_index.py; a new database gets it with `METADATA`). What a
+    database made whole from `METADATA` already has is left as it is."""
+    if "private" not in {column["name"] for column in inspect(conn).get_columns("runs")}:
+        conn.execute(text("ALTER TABLE runs ADD COLUMN private INTEGER NOT NULL DEFAULT 1"))
+    if not search_index_added(conn):
+        create_search_index(conn)
+
+
+event.listen(METADATA, "after_create", lambda _, conn, **__: create_search_index(conn))
+
+STEPS: tuple[Step, ...] = (
+    _runs_in_creation_order,
+    _replicas,
+    _report_posted,
+    _identities,
+    _search,
+)
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
 `METADATA` to match it."""

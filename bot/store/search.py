@@ -1,0 +1,190 @@
+"""Full-text search over a workspace's stored texts: its reports, their later versions and its
+follow-up answers (each a report of its own follow-up run), ranked, each hit with a snippet. The
+index is the engine's own (bot/store/search_index.py); the query around it is one for both. A
+part of `Store` (bot/store/runs.py), which provides the database."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import Connection, Float, Integer, Row, Select, func, select, text
+from sqlalchemy import Text as SQLText
+
+from bot.agent.report.markdown import parse, text_of
+from bot.domain import strip_controls
+from bot.errors import RequestError
+from bot.store.connection import Database
+from bot.store.rows import NEWEST_FIRST, scope, visible_from
+from bot.store.schema import REPORT_VERSIONS, REPORTS, RUNS
+
+MAX_QUERY_CHARS = 400
+MAX_WORDS = 32
+"""Of a query, the words searched for (all of them must be in a text)."""
+MAX_LIMIT = 100
+SNIPPET_CHARS = 200
+
+_WORD = re.compile(r"[^\W_]+")
+"""A word as both indexes cut them: letters and digits; anything else separates words."""
+
+_SQLITE_MATCHED = """
+    SELECT k.run_id AS run_id, k.version AS version, -bm25(report_search) AS rank
+    FROM report_search JOIN report_search_keys k ON k.id = report_search.rowid
+    WHERE report_search MATCH :match
+"""
+_POSTGRES_MATCHED = """
+    SELECT run_id, 1 AS version, ts_rank(search, q, 1) AS rank
+    FROM reports, plainto_tsquery('simple', :match) AS q WHERE search @@ q
+    UNION ALL
+    SELECT run_id, version, ts_rank(search, q, 1) AS rank
+    FROM report_versions, plainto_tsquery('simple', :match) AS q WHERE search @@ q
+"""
+"""Each engine's matching texts, (run_id, version, rank), higher rank better: bm25 on SQLite
+(negated: FTS5 gives the best the lowest), ts_rank on PostgreSQL (divided by the log of the
+text's length, as bm25 weighs long texts down)."""
+
+
+class ReportHit(BaseModel):
+    """A stored text that has every searched word, as a person or a run is shown it."""
+
+    run_id: str
+    """The run whose text matched: a follow-up's own id when its answer matched."""
+    parent_run_id: str | None = None
+    """For a follow-up's answer: the run it asked about."""
+    topic: str
+    created_at: datetime
+    user_name: str
+    """Who asked."""
+    channel: str
+    thread: str
+    version: int
+    """The report version that matched best (1: the run's own report)."""
+    snippet: str
+    """Plain text around the first searched word (no Markdown, nothing that mentions anyone)."""
+    rank: float
+    """Higher is better; comparable within one search only (each engine scores its own way)."""
+    private: bool
+
+
+def search_words(words: str) -> list[str]:
+    """The words a query searches for, lowercased, each once; [] when it has none."""
+    if len(words) > MAX_QUERY_CHARS:
+        raise RequestError(f"Keep the search under {MAX_QUERY_CHARS} characters.")
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(words)))[:MAX_WORDS]
+
+
+class SearchQueries:
+    """The search of `Store`."""
+
+    _db: Database
+
+    async def search_reports(
+        self,
+        words: str,
+        *,
+        platform: str,
+        workspace: str,
+        viewer_channel: str | None,
+        limit: int = 10,
+    ) -> list[ReportHit]:
+        """The texts of one workspace (the terminal is `platform="terminal"`) that have every
+        word of `words`, best first, newest first among equals, one hit per run. A private
+        conversation's runs are found only from that conversation (`viewer_channel`); None is
+        the operator's view from the terminal, which sees the whole workspace. Syntax in
+        `words` is not syntax: only its words count; with none, []."""
+        wanted = search_words(words)
+        if not wanted:
+            return []
+        limit = max(1, min(limit, MAX_LIMIT))
+
+        def work(conn: Connection) -> list[ReportHit]:
+            rows = conn.execute(_query(conn, wanted, platform, workspace, viewer_channel, limit))
+            return [_hit(conn, row, wanted) for row in rows.all()]
+
+        return await self._db.read(work)
+
+
+def _query(
+    conn: Connection, wanted: list[str], platform: str, workspace: str, viewer: str | None, n: int
+) -> Select[Any]:
+    if conn.dialect.name == "sqlite":
+        # Each word quoted: FTS5 reads a bare `OR`, `NEAR(`, `-` or `col:` as its own syntax.
+        sql, match = _SQLITE_MATCHED, " ".join(f'"{word}"' for word in wanted)
+    else:
+        sql, match = _POSTGRES_MATCHED, " ".join(wanted)
+    matched = (
+        text(sql)
+        .bindparams(match=match)
+        .columns(run_id=SQLText, version=Integer, rank=Float)
+        .subquery("matched")
+    )
+    best_first = func.row_number().over(
+        partition_by=matched.c.run_id, order_by=(matched.c.rank.desc(), matched.c.version.desc())
+    )
+    best = (
+        select(matched.c.run_id, matched.c.version, matched.c.rank, best_first.label("n"))
+        .join_from(matched, RUNS, RUNS.c.run_id == matched.c.run_id)
+        .where(*scope(platform, workspace), *visible_from(viewer))
+        .subquery("best")
+    )
+    return (
+        select(RUNS, best.c.version, best.c.rank)
+        .join_from(best, RUNS, RUNS.c.run_id == best.c.run_id)
+        .where(best.c.n == 1)
+        .order_by(best.c.rank.desc(), *NEWEST_FIRST)
+        .limit(n)
+    )
+
+
+def _hit(conn: Connection, row: Row[Any], wanted: list[str]) -> ReportHit:
+    data = row._mapping
+    if data["version"] == 1:
+        source = select(REPORTS.c.markdown).where(REPORTS.c.run_id == data["run_id"])
+    else:
+        versions = REPORT_VERSIONS.c
+        source = select(versions.markdown).where(
+            versions.run_id == data["run_id"], versions.version == data["version"]
+        )
+    markdown = str(conn.execute(source).scalar_one())
+    return ReportHit.model_validate(
+        {**data, "snippet": snippet(markdown, wanted), "rank": float(data["rank"])}
+    )
+
+
+def snippet(markdown: str, wanted: list[str], width: int = SNIPPET_CHARS) -> str:
+    """About `width` characters of plain text around the first of `wanted` in the text's prose
+    (its headings when only they have it). Only the lines around that word are parsed, so a long
+    report costs no more than a short one."""
+    pattern = re.compile(
+        r"(?<![^\W_])(?:" + "|".join(map(re.escape, wanted)) + r")(?![^\W_])", re.IGNORECASE
+    )
+    title_end = markdown.find("\n") if markdown.startswith("# ") else -1
+    found = pattern.search(markdown, title_end + 1) or pattern.search(markdown)
+    at = found.start() if found else 0
+    start = markdown.rfind("\n", 0, max(0, at - width)) + 1
+    end = markdown.find("\n", at + width)
+    blocks = _blocks(markdown[start : end if end >= 0 else len(markdown)])
+    prose = " ".join(block for heading, block in blocks if not heading)
+    plain = prose if pattern.search(prose) else " ".join(block for _, block in blocks)
+    plain = strip_controls(plain).replace("<", "").replace(">", "")
+    found = pattern.search(plain)
+    left = max(0, (found.start() if found else 0) - width // 3)
+    left = left if left == 0 else plain.find(" ", left) + 1  # from a word's start
+    right = len(plain) if left + width >= len(plain) else plain.rfind(" ", left, left + width)
+    cut = plain[left : max(right, left + 1)].strip()
+    return ("…" if left > 0 else "") + cut + ("…" if right < len(plain) else "")
+
+
+def _blocks(markdown: str) -> list[tuple[bool, str]]:
+    """Each block's plain text, and whether it is a heading."""
+    tokens = parse(markdown)
+    return [
+        (
+            index > 0 and tokens[index - 1].type == "heading_open",
+            " ".join(text_of(t.children or []).split()),
+        )
+        for index, t in enumerate(tokens)
+        if t.type == "inline"
+    ]

@@ -1,0 +1,103 @@
+"""The full-text index over stored texts (reports, their later versions, and follow-up answers,
+which are the reports of follow-up runs): what `METADATA` cannot say, created with a new
+database and by the migration that indexes the rows already stored. Kept in sync by the database itself (SQLite triggers, PostgreSQL generated
+columns), so no write path of the store can forget it.
+
+SQLite: one FTS5 index whose text lives where it already is (external content, read through a
+view), keyed by `report_search_keys`, whose INTEGER PRIMARY KEY survives VACUUM (the rowid of a
+table keyed by text does not). PostgreSQL: a generated `tsvector` column on each table with a
+GIN index beside it.
+
+Both engines index words as written, lowercased, neither stemmed nor stripped of stop words or
+accents: reports are in whatever language their asker writes, and a stemmer for one language
+mangles the others (PostgreSQL's `simple` configuration, SQLite's `unicode61` without diacritic
+folding), so a word found on one engine is found on the other.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, inspect
+
+MAX_INDEXED_CHARS = 400_000
+"""Of one text, what PostgreSQL indexes: a tsvector holds at most 1 MB (a longer report would
+fail its write), and a report is far shorter than this."""
+
+_TEXTS = {"reports": "1", "report_versions": "new.version"}
+"""Each table of texts, and the version number its rows are (the run's own report is 1)."""
+
+_SQLITE = [
+    """CREATE TABLE report_search_keys (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        UNIQUE (run_id, version)
+    )""",
+    """CREATE VIEW report_search_text AS
+        SELECT k.id AS id, coalesce(v.markdown, r.markdown) AS markdown
+        FROM report_search_keys k
+        LEFT JOIN reports r ON k.version = 1 AND r.run_id = k.run_id
+        LEFT JOIN report_versions v ON k.version > 1 AND v.run_id = k.run_id
+            AND v.version = k.version""",
+    """CREATE VIRTUAL TABLE report_search USING fts5(
+        markdown, content='report_search_text', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 0'
+    )""",
+    "INSERT INTO report_search_keys (run_id, version) SELECT run_id, 1 FROM reports",
+    "INSERT INTO report_search_keys (run_id, version) SELECT run_id, version FROM report_versions",
+    "INSERT INTO report_search (report_search) VALUES ('rebuild')",
+]
+
+
+def _sqlite_triggers(table: str, version: str) -> list[str]:
+    """A row added, removed or rewritten in `table` is added, removed or rewritten in the index."""
+    old_version = version.replace("new.", "old.")
+    key = "SELECT id FROM report_search_keys WHERE run_id = {row}.run_id AND version = {v}"
+    old_key, new_key = key.format(row="old", v=old_version), key.format(row="new", v=version)
+    forget = (
+        "INSERT INTO report_search (report_search, rowid, markdown) "
+        f"SELECT 'delete', id, old.markdown FROM ({old_key});"
+    )
+    index = f"INSERT INTO report_search (rowid, markdown) SELECT id, new.markdown FROM ({new_key});"
+    return [
+        f"""CREATE TRIGGER {table}_search_added AFTER INSERT ON {table} BEGIN
+            INSERT INTO report_search_keys (run_id, version) VALUES (new.run_id, {version});
+            {index}
+        END""",
+        f"""CREATE TRIGGER {table}_search_removed AFTER DELETE ON {table} BEGIN
+            {forget}
+            DELETE FROM report_search_keys WHERE run_id = old.run_id AND version = {old_version};
+        END""",
+        f"""CREATE TRIGGER {table}_search_changed AFTER UPDATE OF markdown ON {table} BEGIN
+            {forget}
+            {index}
+        END""",
+    ]
+
+
+def _postgres(table: str) -> list[str]:
+    # A generated column is computed for the rows already there when it is added, and on every
+    # insert and update after: by the database, whoever writes (the store, `db copy`).
+    vector = f"to_tsvector('simple'::regconfig, left(markdown, {MAX_INDEXED_CHARS}))"
+    return [
+        f"ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS ({vector}) STORED",
+        f"CREATE INDEX {table}_search ON {table} USING gin (search)",
+    ]
+
+
+def search_index_added(conn: Connection) -> bool:
+    """The index is there already (a database made whole from `METADATA` has it)."""
+    if conn.dialect.name == "sqlite":
+        return inspect(conn).has_table("report_search")
+    return "search" in {column["name"] for column in inspect(conn).get_columns("reports")}
+
+
+def create_search_index(conn: Connection) -> None:
+    """The index over the texts stored now, and what keeps it in sync from here on."""
+    if conn.dialect.name == "sqlite":
+        statements = [*_SQLITE]
+        for table, version in _TEXTS.items():
+            statements += _sqlite_triggers(table, version)
+    else:
+        statements = [sql for table in _TEXTS for sql in _postgres(table)]
+    for statement in statements:
+        conn.exec_driver_sql(statement)
