@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from bot.cli import ask, db, history, reports, research, serve
+from bot.cli import ask, db, history, reports, research, search, serve
 from bot.cli.mcp import mcp_app
 from bot.memory import tune_malloc
 
@@ -34,6 +34,7 @@ _add(app, research.resume)
 _add(app, ask.ask)
 _add(app, history.history)
 _add(app, history.usage)
+_add(app, search.search)
 _add(app, reports.show)
 _add(app, reports.export_report, "export")
 _add(app, reports.evaluate, "eval")

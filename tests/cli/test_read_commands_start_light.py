@@ -47,7 +47,7 @@ HEAVY = {
 def cli(tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb) -> Cli:
     cli = Cli(tmp_path, world_env(tmp_path, anthropic_api, tavily, web))
     cli.env["PYTHONPROFILEIMPORTTIME"] = "1"
-    cli.nice = 19  # twelve fresh interpreters at once
+    cli.nice = 19  # thirteen fresh interpreters at once
     return cli
 
 
@@ -87,12 +87,13 @@ def _heavy_imports(stderr: str) -> set[str]:
     }
 
 
-@pytest.mark.timeout(60)  # twelve fresh interpreters
+@pytest.mark.timeout(60)  # thirteen fresh interpreters
 async def test_reads_and_early_refusals_load_no_client(cli: Cli) -> None:
     run_id = await _stored_run(Path(cli.env["RESEARCH_BOT_DB"]))
     commands = [
         (["history"], 0),
         (["usage"], 0),
+        (["search", "acme"], 0),
         (["show", run_id], 0),
         (["show", run_id, "--json"], 0),
         (["show", run_id, "--trajectory"], 0),
