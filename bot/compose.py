@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bot.agent.calls import Limits
@@ -24,7 +25,7 @@ from bot.agent.web.budget import MiB, ReadBudget
 from bot.agent.web.extract_pool import Extractor
 from bot.agent.web.fetch import PageFetcher
 from bot.agent.web.github import GitHub, github_tools
-from bot.agent.web.registry import Tool, research_tools
+from bot.agent.web.registry import ScopedTools, Tool, research_tools
 from bot.agent.web.search import SearchProvider, build_search
 from bot.config import Settings
 from bot.domain import Depth, Request
@@ -132,6 +133,23 @@ def source_tools(settings: Settings, stack: AsyncExitStack) -> list[Tool[Any]]:
     ]
 
 
+MCP_START_WAIT_S = 10.0
+"""How long the bot waits at start for its MCP servers' first answers; one slower than this
+joins later, and runs started meanwhile do not see its tools."""
+
+
+async def mcp_tools(config: Path, stack: AsyncExitStack) -> ScopedTools:
+    """The operator's MCP servers, connected once for the process and kept connected in the
+    background, stopped with the stack."""
+    from bot.agent.mcp.config import load_mcp_config
+    from bot.agent.mcp.servers import McpServers
+    from bot.agent.mcp.tools import McpTools
+
+    servers = await stack.enter_async_context(McpServers(load_mcp_config(config)))
+    await servers.first_tries(within_s=MCP_START_WAIT_S)
+    return McpTools(servers)
+
+
 def shared_signals(settings: Settings, store: Store) -> Signals | None:
     """Replicas on one PostgreSQL hear each other (LISTEN/NOTIFY); on SQLite there is one."""
     if settings.database_url is None:
@@ -193,6 +211,8 @@ async def open_services(
             extra=source_tools(settings, stack),
             timeouts=settings.tool_timeouts,
         )
+        if settings.mcp_config is not None:
+            toolbox = toolbox.with_scoped(await mcp_tools(settings.mcp_config, stack))
         quick = Researcher(model, toolbox, compressor, limits(settings))
         deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
         followup = FollowUpEngine(model, toolbox, compressor, followup_limits(settings), store)

@@ -51,7 +51,6 @@ class Researcher:
         self._toolbox = toolbox
         self._compressor = compressor
         self._limits = limits
-        self._tools = toolbox.schemas()
         self._steps = Steps(model, toolbox, compressor)
         # The fast model that compresses tool output also checks reports (claims, finish guard).
         fast, timeout_s = compressor.model, limits.model_timeout_s
@@ -61,7 +60,7 @@ class Researcher:
         claims = ClaimChecker(
             model, fast_model=fast, timeout_s=timeout_s, max_cost_usd=limits.max_cost_usd
         )
-        self._writeup = WriteUp(model, limits=limits, tools=self._tools, claims=claims)
+        self._writeup = WriteUp(model, limits=limits, claims=claims)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
         return drain(lambda emit: self._work(run_id, request, control, emit))
@@ -80,6 +79,7 @@ class Researcher:
 
         def work(emit: Callable[[Event], None]) -> Coroutine[Any, Any, None]:
             run = RunState.from_history(request, history, emit, self._deadline(), run_id)
+            run.tools = self._toolbox.schemas(request.origin.scope)
             if why == "interrupted" and run.prior_report is None and not run.evidence:
                 # Nothing was lost but the request, which is stored: start it again ourselves.
                 emit(Notice(message=STARTED_AGAIN))
@@ -108,6 +108,7 @@ class Researcher:
             task=task(request.mode, request.topic, request.language),
             run_id=run_id,
         )
+        run.tools = self._toolbox.schemas(request.origin.scope)
         emit(RunStarted(topic=request.topic, mode=request.mode.value))
         try:
             text = await self._turns(run, control)
@@ -130,7 +131,7 @@ class Researcher:
             compact_if_full(run, self._limits.context_window_tokens)
             run.turn += 1
             run.emit(TurnStarted(turn=run.turn))
-            reply = await self._steps.ask(run, control, model_call(run, self._tools, self._limits))
+            reply = await self._steps.ask(run, control, model_call(run, run.tools, self._limits))
             if reply.stop_reason in ("end_turn", "stop_sequence"):
                 text = written.whole(reply)
                 if not text:

@@ -71,6 +71,9 @@ class RunState:
     """The finish guard has looked at an early report (it does so at most once per run)."""
     providers: ProviderWatch = field(default_factory=ProviderWatch)
     """Which model providers served the run: a switch between them is told as an event."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The tools the model is offered, fixed at the run's start: the built-in ones and its
+    workspace's own (MCP servers connected then)."""
 
     @property
     def has_evidence(self) -> bool:

@@ -8,7 +8,7 @@ from the sources without the model, so work is never thrown away.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bot.agent.calls import Limits, model_call
 from bot.agent.compress import compact_if_full
@@ -66,12 +66,10 @@ class WriteUp:
         model: ModelPort,
         *,
         limits: Limits,
-        tools: list[dict[str, Any]],
         claims: ClaimChecker,
     ) -> None:
         self._model = model
         self._limits = limits
-        self._tools = tools
         self._claims = claims
 
     async def completed(self, run: RunState, control: Control, text: str) -> None:
@@ -149,7 +147,7 @@ class WriteUp:
         else:
             compact_if_full(run, self._limits.context_window_tokens)
             say_last(run, synthesis_instruction(why))
-        return model_call(run, self._tools, self._limits, tool_choice=NO_TOOLS, until=until)
+        return model_call(run, run.tools, self._limits, tool_choice=NO_TOOLS, until=until)
 
     def _parse(self, run: RunState, text: str) -> Report:
         request = run.request

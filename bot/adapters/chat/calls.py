@@ -6,6 +6,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from bot.agent.events import ToolCalled
+from bot.agent.mcp.names import split_name
 
 
 def describe_call(event: ToolCalled) -> str:
@@ -21,6 +22,9 @@ def describe_call(event: ToolCalled) -> str:
         return f"Searched GitHub: {_argument(event, 'query', 150)}"
     if event.name == "read_github_readme":
         return f"Reading the README of {_argument(event, 'repo', 100)}"
+    if (mcp := split_name(event.name)) is not None:
+        # A private source: the thread says which one the run asked (never what it answered).
+        return f"Asked {mcp[0]} · {mcp[1]} (private source)"
     return event.name
 
 

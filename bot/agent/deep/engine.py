@@ -87,10 +87,9 @@ class DeepResearch:
             timeout_s=limits.model_timeout_s,
             max_cost_usd=limits.max_cost_usd,
         )
-        writeup = WriteUp(model, limits=limits, tools=[], claims=claims)
+        writeup = WriteUp(model, limits=limits, claims=claims)
         self._writer = FinalWriter(model, compressor, limits, writeup)
         self._supervisor = Supervisor(model, self._writer, limits)
-        self._tools = toolbox.schemas()
         self.pages_avoided = 0
         """Page reads answered by a run's shared cache (summed over runs, for the benchmark)."""
 
@@ -200,7 +199,7 @@ class DeepResearch:
         researcher = DeepResearcher(
             self._model,
             Steps(self._model, pages, self._compressor, cut_off=CUT_OFF),
-            self._tools,
+            self._toolbox.schemas(main.request.origin.scope),
             replace(self._limits, max_turns=turns),
         )
         questions = questions[: self._deep.researchers]

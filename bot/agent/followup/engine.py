@@ -87,7 +87,7 @@ class FollowUpEngine:
         self._model = model
         self._limits = limits
         self._store = store
-        self._tools = [*toolbox.schemas(), tool_for(ANSWER_TOOL, FollowUpAnswer)]
+        self._toolbox = toolbox
         self._steps = Steps(model, AnswerAlone(toolbox), compressor, cut_off=CUT_OFF)
         self._turns_of = OneAtATime()
 
@@ -171,6 +171,11 @@ class FollowUpEngine:
         )
         run.messages = [{"role": "user", "content": first}]
         run.registry, run.texts = thread.registry, thread.texts
+        # The same tools as the research had, its workspace's own among them.
+        run.tools = [
+            *self._toolbox.schemas(request.origin.scope),
+            tool_for(ANSWER_TOOL, FollowUpAnswer),
+        ]
         return run
 
     async def _turns(self, run: RunState, control: Control) -> FollowUpAnswer:
@@ -180,7 +185,7 @@ class FollowUpEngine:
                 raise Stop("budget")
             run.turn += 1
             run.emit(TurnStarted(turn=run.turn))
-            reply = await self._steps.ask(run, control, model_call(run, self._tools, self._limits))
+            reply = await self._steps.ask(run, control, model_call(run, run.tools, self._limits))
             answer = _answer_in(reply)
             if answer is not None:
                 return answer
@@ -214,7 +219,7 @@ class FollowUpEngine:
                 ANSWER_TOOL,
                 limits=self._limits,
                 until=until,
-                tools=self._tools,
+                tools=run.tools,
             )
         except Stop as stop:
             return None, Ending.CANCELLED if stop.why == "cancelled" else failed

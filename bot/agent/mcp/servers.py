@@ -277,6 +277,12 @@ class McpServers:
         """Returns once `server` is connected (at once if it is)."""
         await self._servers[server].up.wait()
 
+    async def first_tries(self, within_s: float) -> None:
+        """Returns once every server's first attempt to connect has ended, or after `within_s`:
+        a run that starts at once (the terminal's) sees the tools of those that answered."""
+        with anyio.move_on_after(within_s):
+            await asyncio.gather(*(server.tried.wait() for server in self._servers.values()))
+
     async def status(self) -> list[ServerStatus]:
         """Each server as it is once its first attempt to connect has ended."""
 

@@ -23,6 +23,7 @@ from bot.agent.web.dates import Recency
 from bot.agent.web.fetch import PageFetcher
 from bot.agent.web.listing import entry, heading
 from bot.agent.web.search import SearchAnswer, SearchProvider, as_chain
+from bot.domain import Origin
 from bot.errors import ConfigError, ToolError
 
 Args = TypeVar("Args", bound=BaseModel)
@@ -39,10 +40,12 @@ class ToolOutput(BaseModel):
 
 @dataclass
 class ToolContext:
-    """What tools may touch: the run's numbered sources (and its id, for the logs)."""
+    """What tools may touch: the run's numbered sources (and its id, for the logs), and who
+    asked where (`origin`): the workspace whose own sources the run may use."""
 
     registry: SourceRegistry
     run_id: str = ""
+    origin: Origin = dataclasses.field(default_factory=Origin)
 
 
 @dataclass(frozen=True)
@@ -51,17 +54,25 @@ class Tool(Generic[Args]):
     input_model: type[Args]
     run: Callable[[ToolContext, Args], Awaitable[ToolOutput]]
     timeout_s: float
+    described: str | None = None
+    """The description, where it is not `run`'s docstring (a tool an MCP server describes)."""
+    input_schema: dict[str, Any] | None = None
+    """The schema the model sees, where it is not `input_model`'s (an MCP server's own)."""
 
     @property
     def description(self) -> str:
-        return (self.run.__doc__ or "").strip()
+        return self.described if self.described is not None else (self.run.__doc__ or "").strip()
 
     def schema(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "description": self.description,
-            "input_schema": self.input_model.model_json_schema(),
+            "input_schema": self.input_schema or self.input_model.model_json_schema(),
         }
+
+
+ScopedTools = Callable[[str], Sequence["Tool[Any]"]]
+"""The tools a workspace adds to the built-in ones (its MCP servers'), as they are now."""
 
 
 class ToolResult(BaseModel):
@@ -71,11 +82,23 @@ class ToolResult(BaseModel):
 
 
 class Toolbox:
-    def __init__(self, tools: Sequence[Tool[Any]]) -> None:
+    def __init__(self, tools: Sequence[Tool[Any]], scoped: ScopedTools | None = None) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        self._scoped = scoped
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return [tool.schema() for tool in self._tools.values()]
+    def with_scoped(self, scoped: ScopedTools) -> Toolbox:
+        """The same tools, and those `scoped` gives each run's workspace."""
+        return Toolbox(list(self._tools.values()), scoped)
+
+    def schemas(self, scope: str | None = None) -> list[dict[str, Any]]:
+        """The built-in tools, and `scope`'s own: a run takes them once, at its start."""
+        return [tool.schema() for tool in self._for(scope).values()]
+
+    def _for(self, scope: str | None) -> dict[str, Tool[Any]]:
+        if scope is None or self._scoped is None:
+            return self._tools
+        own = {tool.name: tool for tool in self._scoped(scope) if tool.name not in self._tools}
+        return {**self._tools, **own}
 
     async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult:
         started = time.monotonic()
@@ -85,11 +108,11 @@ class Toolbox:
     async def _call(
         self, ctx: ToolContext, name: str, raw_input: dict[str, Any]
     ) -> tuple[ToolOutput, bool]:
-        tool = self._tools.get(name)
+        tools = self._for(ctx.origin.scope)
+        tool = tools.get(name)
         if tool is None:
-            return ToolOutput(
-                heading=f"Unknown tool {name!r}. Use: {', '.join(self._tools)}."
-            ), True
+            # Also a tool of another workspace's server, or of one that went away mid-run.
+            return ToolOutput(heading=f"Unknown tool {name!r}. Use: {', '.join(tools)}."), True
         try:
             args = tool.input_model.model_validate(raw_input)
         except ValidationError as error:

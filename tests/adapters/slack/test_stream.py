@@ -18,12 +18,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.sink import StatusView
-from bot.agent.events import RunQueued
 from bot.adapters.slack.client import SlackBudget, make_client
 from bot.adapters.slack.render import markdown_blocks, safe_markdown
 from bot.adapters.slack.session import LOADING_STATUS, NOT_SUBSCRIBED
 from bot.adapters.slack.sink import SlackSink
 from bot.adapters.slack.stream import StreamingProgress, StreamOptions, slack_progress
+from bot.agent.events import RunQueued
 from bot.config import Settings
 from bot.domain import Depth, Origin, Request, RunRecord
 from bot.runs.manager import RunManager
