@@ -20,6 +20,7 @@ from bot.agent.events import Event
 from bot.agent.followup.engine import FollowUpEngine
 from bot.agent.identity import IdentityStep
 from bot.agent.loop import Researcher
+from bot.agent.past_reports import past_reports_tool
 from bot.agent.web.arxiv import Arxiv, arxiv_tools
 from bot.agent.web.budget import MiB, ReadBudget
 from bot.agent.web.extract_pool import Extractor
@@ -208,7 +209,10 @@ async def open_services(
             search,
             fetcher,
             timeout_s=settings.tool_timeout_s,
-            extra=source_tools(settings, stack),
+            extra=[
+                *source_tools(settings, stack),
+                past_reports_tool(store, timeout_s=settings.tool_timeout_s),
+            ],
             timeouts=settings.tool_timeouts,
         )
         if settings.mcp_config is not None:

@@ -22,6 +22,8 @@ def describe_call(event: ToolCalled) -> str:
         return f"Searched GitHub: {_argument(event, 'query', 150)}"
     if event.name == "read_github_readme":
         return f"Reading the README of {_argument(event, 'repo', 100)}"
+    if event.name == "past_reports":
+        return f"Searched the team's earlier reports: {_argument(event, 'query', 150)}"
     if (mcp := split_name(event.name)) is not None:
         # A private source: the thread says which one the run asked (never what it answered).
         return f"Asked {mcp[0]} · {mcp[1]} (private source)"
