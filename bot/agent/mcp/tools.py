@@ -53,14 +53,16 @@ class McpTools:
         self._servers = servers
         self._refused: set[tuple[str, str]] = set()
         """Tools already logged as left out: each is said once per process, not once per run."""
+        self._built: dict[str, tuple[list[mcp.types.Tool], list[Tool[Any] | None]]] = {}
+        """By server: its listing and what was built of it (asked at every call, built once per
+        listing; the listing held keeps its tools' ids unique)."""
 
     def __call__(self, scope: str) -> list[Tool[Any]]:
         tools: dict[str, Tool[Any]] = {}
         for config in self._servers.configs:
             if not config.allows_workspace(scope):
                 continue
-            for listed in self._servers.tools(config.name):
-                tool = self._tool(config, listed)
+            for listed, tool in zip(*self._listing(config), strict=True):
                 if tool is None:
                     continue
                 if tool.name in tools:
@@ -68,6 +70,15 @@ class McpTools:
                     continue
                 tools[tool.name] = tool
         return list(tools.values())
+
+    def _listing(
+        self, config: ServerConfig
+    ) -> tuple[list[mcp.types.Tool], list[Tool[Any] | None]]:
+        listing = self._servers.tools(config.name)
+        kept = self._built.get(config.name)
+        if kept is None or [id(t) for t in kept[0]] != [id(t) for t in listing]:
+            kept = self._built[config.name] = (listing, [self._tool(config, t) for t in listing])
+        return kept
 
     def _tool(self, config: ServerConfig, listed: mcp.types.Tool) -> Tool[Any] | None:
         schema = usable_schema(listed.input_schema)
