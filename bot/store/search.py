@@ -163,9 +163,22 @@ def snippet(markdown: str, wanted: list[str], width: int = SNIPPET_CHARS) -> str
     title_end = markdown.find("\n") if markdown.startswith("# ") else -1
     found = pattern.search(markdown, title_end + 1) or pattern.search(markdown)
     at = found.start() if found else 0
-    start = markdown.rfind("\n", 0, max(0, at - width)) + 1
-    end = markdown.find("\n", at + width)
-    blocks = _blocks(markdown[start : end if end >= 0 else len(markdown)])
+    # The lines around the word, each cut to the window around it at a space: a paragraph can
+    # be thousands of characters, and parsing is the cost of a search's snippets.
+    low, high = max(0, at - width), at + width
+    start = markdown.rfind("\n", 0, low) + 1
+    end = markdown.find("\n", high)
+    lines = markdown[start : end if end >= 0 else len(markdown)].split("\n")
+    kept, offset = [], start
+    for line in lines:
+        left = max(0, low - offset)
+        space = line.find(" ", left) if left else -1
+        left = space + 1 if space >= 0 else left
+        right = min(len(line), high - offset)
+        right = len(line) if right >= len(line) else max(line.rfind(" ", left, right), left)
+        kept.append(line if (left, right) == (0, len(line)) else line[left:right])
+        offset += len(line) + 1
+    blocks = _blocks("\n".join(kept))
     prose = " ".join(block for heading, block in blocks if not heading)
     plain = prose if pattern.search(prose) else " ".join(block for _, block in blocks)
     plain = strip_controls(plain).replace("<", "").replace(">", "")
