@@ -19,7 +19,6 @@ from bot.domain import Origin, Request, RunStatus
 from bot.errors import RequestError
 from bot.store import schema
 from bot.store.copy import copy_history
-from bot.store.migrations import latest
 from bot.store.runs import Store
 from bot.store.search import ReportHit
 from tests.postgres import PgServer
@@ -177,15 +176,24 @@ INSERT_REPORTED_RUN = (
 )
 
 
-def _previous_release(target: str | Path) -> None:
+BEFORE_SEARCH = len(schema.SQLITE_SCRIPTS) + schema.STEPS.index(schema._search)
+"""The schema version of the release before search."""
+
+
+def _previous_release(target: str | Path, scratch: Path) -> None:
     """The database as the release before search left it, with a run and its report."""
     if isinstance(target, str):  # PostgreSQL: this release's schema, search taken off again
+        _previous_release(scratch / "before.sqlite3", scratch)
+        with closing(sqlite3.connect(scratch / "before.sqlite3")) as db:
+            then = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        later = [name for name in schema.METADATA.tables if name not in then]  # later steps'
         with psycopg.connect(target, autocommit=True) as conn:
             for sql in [
+                *(f"DROP TABLE {name}" for name in later),
                 "ALTER TABLE runs DROP COLUMN private",
                 "ALTER TABLE reports DROP COLUMN search",
                 "ALTER TABLE report_versions DROP COLUMN search",
-                "UPDATE schema_version SET version = version - 1",
+                f"UPDATE schema_version SET version = {BEFORE_SEARCH}",
                 *INSERT_REPORTED_RUN.split(";")[:2],
             ]:
                 conn.execute(sql)  # type: ignore[arg-type]
@@ -200,7 +208,7 @@ def _previous_release(target: str | Path) -> None:
         with engine.begin() as conn:
             for step in schema.STEPS[: schema.STEPS.index(schema._search)]:
                 step(conn)
-            conn.exec_driver_sql(f"PRAGMA user_version = {latest() - 1}")
+            conn.exec_driver_sql(f"PRAGMA user_version = {BEFORE_SEARCH}")
             for sql in INSERT_REPORTED_RUN.split(";")[:2]:
                 conn.exec_driver_sql(sql)
     finally:
@@ -208,9 +216,9 @@ def _previous_release(target: str | Path) -> None:
 
 
 async def test_reports_stored_before_search_are_found_after_the_migration(
-    db_target: str | Path,
+    db_target: str | Path, tmp_path: Path
 ) -> None:
-    _previous_release(db_target)
+    _previous_release(db_target, tmp_path)
 
     async with Store.connect(db_target, clock=StepClock()) as store:
         found = await store.search_reports(
