@@ -5,8 +5,11 @@ the suite starts a few hundred of them. This server imports those third-party pa
 each command is then a child forked from it that imports the bot itself, as a fresh
 `python -m bot` would, and runs it. A child is a real process of its own: its own pid, its
 own pipes, environment and working folder, killed and signalled like any other, ending with
-the exit status Python gives it. The bot's own modules are never loaded before the fork, so
-what they read at import (the terminal's width, `NO_COLOR`) is the child's.
+the exit status Python gives it. The bot's own modules are loaded too (building their pydantic
+models and tables was most of what a child still spent before it ran), except the command line
+(`bot.cli`): it reads the terminal (its width, `NO_COLOR`) when it is imported, so it is
+imported in the child, from the child's environment. No other bot module reads the process's
+environment or streams at import.
 
 Run as `python -m tests.forkserver SOCKET`; it ends when its standard input closes (the test
 process that started it ended). One request per connection: a JSON header and the child's
@@ -22,6 +25,7 @@ import gc
 import importlib
 import json
 import os
+import pkgutil
 import selectors
 import signal
 import socket
@@ -59,9 +63,31 @@ PRELOAD = (
 """What a bot process imports that takes time, none of it the bot's own."""
 
 
+def _preload_bot(path: list[str] | None = None, prefix: str = "bot.") -> None:
+    """Every bot module but the command line's (a package's before its own). One that fails
+    to import is left out: the child that needs it meets the same failure itself, as a fresh
+    process would."""
+    if path is None:
+        path = list(importlib.import_module("bot").__path__)
+    for found in pkgutil.iter_modules(path, prefix):
+        if found.name == "bot.__main__" or found.name.startswith(WITHOUT):
+            continue
+        try:
+            module = importlib.import_module(found.name)
+        except Exception:  # the child's own import says what is wrong
+            continue
+        if found.ispkg:
+            _preload_bot(list(module.__path__), found.name + ".")
+
+
+WITHOUT = ("bot.cli",)
+"""Bot modules imported in the child only: what they read at import is the child's."""
+
+
 def serve(path: str) -> None:
     for name in PRELOAD:
         importlib.import_module(name)
+    _preload_bot()
     # What is loaded now is never garbage: a child's collections skip it, and leave its pages
     # shared with the server instead of copying them.
     gc.freeze()
