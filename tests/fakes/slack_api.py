@@ -37,6 +37,9 @@ says hello; `socket_send()` pushes an envelope, and the app's acks are recorded 
 Simplifications: one workspace's token; no scopes; a channel is public and joined unless listed
 in `outside_channels` (public, not joined: `not_in_channel` until `conversations.join`) or
 `private_channels` (`channel_not_found`); blocks are stored, not validated beyond their count.
+`conversations.info` says what kind a conversation is: as `kinds` names it (`public`,
+`private`, `im`, `mpim`), else by its id (D a DM, G an old private channel, others public).
+`chat.getPermalink` links any message ts of a channel the app can see.
 """
 
 from __future__ import annotations
@@ -313,6 +316,8 @@ class FakeSlack(_StreamMethods):
         self.files: dict[str, SharedFile] = {}
         self.outside_channels: set[str] = set()
         self.private_channels: set[str] = set()
+        self.kinds: dict[str, str] = {}
+        """Channel id -> what `conversations.info` says it is: public, private, im or mpim."""
         self.locales: dict[str, str] = {}
         """User id -> the locale `users.info` reports for them (en-US when not set)."""
         self.streams: dict[tuple[str, str], Stream] = {}
@@ -637,6 +642,54 @@ class FakeSlack(_StreamMethods):
         ]
         return {"messages": thread, "has_more": False}
 
+    def _conversations_info(self, args: Json) -> Json:
+        """As Slack answers it: a DM's object has `is_im` and no `is_private`; a channel's and a
+        group DM's carry `is_channel`, `is_group`, `is_im`, `is_mpim` and `is_private`."""
+        channel = str(args.get("channel", ""))
+        if not channel or channel in self.private_channels:
+            raise SlackError("channel_not_found")
+        default = {"D": "im", "G": "private"}.get(channel[:1], "public")
+        kind = self.kinds.get(channel, default)
+        common: Json = {
+            "id": channel,
+            "created": 1654868334,
+            "is_archived": False,
+            "is_org_shared": False,
+            "context_team_id": self.team_id,
+            "updated": 1723390262,
+        }
+        if kind == "im":
+            user = {"user": "U1", "is_open": True, "priority": 0, "latest": None}
+            return {"channel": {**common, "is_im": True, **user}}
+        name = f"mpdm-ada--bob-{channel.lower()}" if kind == "mpim" else f"{kind}-{channel.lower()}"
+        found = {
+            **common,
+            "name": name,
+            "name_normalized": name,
+            "is_channel": kind == "public",
+            "is_group": kind == "private" and channel.startswith("G"),
+            "is_im": False,
+            "is_mpim": kind == "mpim",
+            "is_private": kind != "public",
+            "is_general": False,
+            "is_shared": False,
+            "is_ext_shared": False,
+            "is_member": channel not in self.outside_channels,
+            "creator": "U1",
+            "topic": {"value": "", "creator": "", "last_set": 0},
+            "purpose": {"value": "", "creator": "", "last_set": 0},
+            "previous_names": [],
+        }
+        return {"channel": found}
+
+    def _chat_getPermalink(self, args: Json) -> Json:
+        channel, ts = str(args.get("channel", "")), str(args.get("message_ts", ""))
+        self._check_channel(channel)
+        if not ts:
+            raise SlackError("message_not_found")
+        link = f"https://fake.slack.test/archives/{channel}/p{ts.replace('.', '')}"
+        return {"channel": channel, "permalink": link}
+
     def _reactions_add(self, args: Json) -> Json:
         return {}
 
@@ -738,6 +791,7 @@ class SlackSender:
         *,
         team: str | None = None,
         channel: str = "C1",
+        channel_name: str = "research",
         user: str = "U1",
         user_name: str = "ada",
     ) -> dict[str, str]:
@@ -747,7 +801,7 @@ class SlackSender:
             "team_id": team or self.team,
             "team_domain": "fake",
             "channel_id": channel,
-            "channel_name": "research",
+            "channel_name": channel_name,
             "user_id": user,
             "user_name": user_name,
             "command": "/research",

@@ -23,10 +23,14 @@ USAGE = (
     "• `/research deep <company>`: deep research, slower and more thorough: a plan, several "
     "researchers in parallel, one report\n"
     "• `/research deep contracts <filters>`: the same for public tenders\n"
-    "• `/research company <name>`: a company whose name starts with `deep` or `contracts`, "
+    "• `/research company <name>`: a company whose name starts with `deep`, `contracts` or "
+    "`search`, "
     "e.g. `/research company deep instinct`; capitalised, `/research Deep Instinct` is the "
     "company too\n"
-    "• `/research history`: this workspace's recent runs\n"
+    "• `/research history`: this workspace's recent runs (a private channel's or DM's only "
+    "there)\n"
+    "• `/research search <words>`: this workspace's past reports and answers that mention "
+    "them, e.g. `/research search acme pricing` (only you see it)\n"
     "• `/research usage [days]`: what this workspace spent, per day and per person "
     f"(the last {USAGE_DAYS} days unless you say)\n"
     "• `/research show <run id>`: post a past report here\n"
@@ -38,9 +42,14 @@ USAGE = (
 DISCORD_USAGE = (
     "Usage: `/research company name:<company>`, `/research contracts filters:<filters>` "
     "(either with `depth:deep` for slower, more thorough research), `/research history`, "
+    "`/research search words:<words>`, "
     "`/research usage [days:<n>]`, "
     "`/research show run:<id>`, `/research export run:<id> format:<format>`. "
     f"Topics are at most {MAX_TOPIC_CHARS} characters."
+)
+SEARCH_USAGE = (
+    "Search for what? `/research search <words>`, e.g. `/research search acme pricing`: "
+    "this workspace's past reports and answers, only you see them."
 )
 EXPORT_USAGE = (
     "Which run, in which format? `/research export <run id> md|html|pdf|docx` "
@@ -49,7 +58,7 @@ EXPORT_USAGE = (
 
 
 class Command(BaseModel):
-    kind: Literal["research", "history", "usage", "show", "export", "help"]
+    kind: Literal["research", "history", "search", "usage", "show", "export", "help"]
     topic: str = ""
     mode: Mode = Mode.COMPANY
     depth: Depth = Depth.QUICK
@@ -57,6 +66,8 @@ class Command(BaseModel):
     days: int = USAGE_DAYS
     fmt: Format = Format.MD
     """The file an `export` asks for."""
+    words: str = ""
+    """What a `search` looks for, as typed."""
 
 
 def parse_command(text: str) -> Command:
@@ -71,6 +82,8 @@ def parse_command(text: str) -> Command:
         return Command(kind="history")
     if head == "usage" and (not rest or rest.isdigit()):
         return usage_command(int(rest) if rest else USAGE_DAYS)
+    if head == "search" and not _names_a_company(words[0], rest):
+        return search_command(rest)
     if head == "show":
         return show_command(rest)
     if head == "export":
@@ -81,9 +94,9 @@ def parse_command(text: str) -> Command:
     return topic_command(text)
 
 
-MODE_WORDS = frozenset({"deep", "contracts", "company"})
-"""Words that open a research command: `deep` and `contracts` choose the run, `company` says
-that what follows is a company's name whatever its first word."""
+MODE_WORDS = frozenset({"deep", "contracts", "company", "search"})
+"""Words that open a command: `deep` and `contracts` choose the run, `company` says that what
+follows is a company's name whatever its first word, `search` looks through past reports."""
 
 
 def topic_command(text: str, usage: str = USAGE) -> Command:
@@ -152,6 +165,16 @@ def show_command(run_id: str) -> Command:
     if not run_id:
         raise RequestError("Which run? `/research show <run id>` (see `/research history`).")
     return Command(kind="show", run_id=run_id)
+
+
+def search_command(words: str, usage: str = SEARCH_USAGE) -> Command:
+    """`search <words>`: the words as typed; none at all gets `usage`."""
+    words = " ".join(words.split())
+    if not words:
+        raise RequestError(usage)
+    if len(words) > MAX_TOPIC_CHARS:
+        raise RequestError(f"Search for at most {MAX_TOPIC_CHARS} characters.")
+    return Command(kind="search", words=words)
 
 
 def export_command(run_id: str, fmt: str) -> Command:

@@ -4,12 +4,15 @@ says. It returns plain data (a `Reply`, a `Shared` report, an exported file, a s
 Slack and Discord only render it, each with its own escaping and mentions.
 
 The rules, once: a person sees and shares only the runs of their own workspace (Slack team,
-Discord guild) on their own platform; anyone there may ask a running run to write up now; only
-the person who started a run may cancel it; whatever else is pressed "has finished".
+Discord guild) on their own platform, and a private conversation's runs (a private channel, a
+group DM, a DM) are listed and found only from that conversation; anyone there may ask a running
+run to write up now; only the person who started a run may cancel it; whatever else is pressed
+"has finished".
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +29,7 @@ from bot.adapters.chat.commands import (
     topic_command,
 )
 from bot.adapters.chat.exports import ChatExport
+from bot.adapters.chat.found import SEARCH_LIMIT, SHOW, ThreadLink, hit_lines, no_hits
 from bot.agent.followup.answer import versioned_filename
 from bot.agent.language import language_for
 from bot.agent.report.model import Report, report_filename
@@ -63,6 +67,9 @@ class Caller(BaseModel, frozen=True):
     user_name: str = ""
     locale: str | None = None
     """The person's language setting (`de-DE`) when the platform says it; reports follow it."""
+    private: bool | None = None
+    """Whether the conversation is private, as the platform's payload says; None: it does not
+    say, and the front end may ask the platform before a run starts. Unsaid is private."""
 
     def origin(self) -> Origin:
         return Origin(
@@ -71,6 +78,7 @@ class Caller(BaseModel, frozen=True):
             channel=self.channel,
             user=self.user,
             user_name=self.user_name,
+            private=self.private is not False,
         )
 
 
@@ -179,9 +187,14 @@ class CommandService:
         return record
 
     async def history(self, caller: Caller) -> Reply:
-        """The workspace's latest runs, newest first, each with its follow-ups under it."""
+        """The workspace's latest runs this conversation may see (public ones, and its own if it
+        is private), newest first, each with its follow-ups under it."""
         runs = await self._store.list_runs(
-            platform=self.platform, workspace=caller.workspace, limit=HISTORY_LIMIT, top_level=True
+            platform=self.platform,
+            workspace=caller.workspace,
+            limit=HISTORY_LIMIT,
+            top_level=True,
+            viewer_channel=caller.channel,
         )
         children = await self._store.follow_ups_of([run.run_id for run in runs])
         lines: list[str] = []
@@ -191,6 +204,27 @@ class CommandService:
         return Reply(
             title=f"Recent research in this {self._place}", lines=lines or history_lines([])
         )
+
+    async def search(
+        self, caller: Caller, words: str, *, link: ThreadLink | None = None, show: str = SHOW
+    ) -> Reply:
+        """The workspace's past reports and answers that match `words`, best first, as this
+        conversation may see them; each says where to open it (`link`, else the `show`
+        command)."""
+        hits = await self._store.search_reports(
+            words,
+            platform=self.platform,
+            workspace=caller.workspace,
+            viewer_channel=caller.channel,
+            limit=SEARCH_LIMIT,
+        )
+        if not hits:
+            return Reply(text=no_hits(words, self._place))
+        links = await asyncio.gather(*(link(hit) for hit in hits)) if link else [None] * len(hits)
+        lines = [
+            line for hit, url in zip(hits, links, strict=True) for line in hit_lines(hit, url, show)
+        ]
+        return Reply(title=f"Past research in this {self._place}", lines=lines)
 
     async def usage(self, caller: Caller, days: int) -> Reply:
         """The workspace's spend over the last `days` days, per day and per person."""

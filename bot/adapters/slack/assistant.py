@@ -109,7 +109,10 @@ class SlackAssistant:
         if not await first_delivery(self._store, body):
             return
         caller = event_caller(
-            body, user=str(payload.get("user", "")), channel=str(payload.get("channel", ""))
+            body,
+            user=str(payload.get("user", "")),
+            channel=str(payload.get("channel", "")),
+            kind=str(payload.get("channel_type", "")),
         )
         thread = str(payload["thread_ts"])
         text = message_text_to_bot(str(payload.get("text", "")), context.bot_user_id)

@@ -17,6 +17,7 @@ from bot.adapters.chat.followup_reply import FollowUpReply
 from bot.adapters.chat.service import Caller
 from bot.adapters.chat.sink import ChatError
 from bot.adapters.slack.client import REPORT_PIECE_CHARS, SlackBudget, slack_errors
+from bot.adapters.slack.privacy import Conversations
 from bot.adapters.slack.service import PLATFORM
 from bot.adapters.slack.sink import SlackSink
 from bot.domain import Origin, RunRecord
@@ -36,6 +37,7 @@ class SlackThreads:
         budget: SlackBudget,
         followups: FollowUps,
         parents: dict[tuple[str, str], str],
+        conversations: Conversations,
     ) -> None:
         self._client = client
         self._store = store
@@ -43,6 +45,7 @@ class SlackThreads:
         self._followups = followups
         self._parents = parents
         """(channel, thread ts) -> run id of this process's running runs (the front end's)."""
+        self._conversations = conversations
 
     async def run_in(self, workspace: str, channel: str, thread: str) -> str | None:
         """The id of the run whose thread this is, or None."""
@@ -57,7 +60,10 @@ class SlackThreads:
     async def ask(self, caller: Caller, run_id: str, thread: str, question: str) -> RunRecord:
         """Ask `question` about `run_id` for `caller`, answered in `thread`. Raises RequestError
         or NotFoundError with what to tell the person."""
-        origin = caller.origin().model_copy(update={"thread": thread})
+        private = caller.private
+        if private is None:
+            private = await self._conversations.private(caller.channel)
+        origin = caller.origin().model_copy(update={"thread": thread, "private": private})
         child = await self._followups.ask(run_id, question, origin, self.listener(origin))
         log.info("slack: follow-up %s about run %s by %s", child.run_id, run_id, caller.user)
         return child

@@ -33,12 +33,14 @@ from bot.adapters.slack.export import SlackExports
 from bot.adapters.slack.followup import SlackThreads
 from bot.adapters.slack.ingress import Unoffered, on_error
 from bot.adapters.slack.mentions import SlackMentions
+from bot.adapters.slack.privacy import Conversations
 from bot.adapters.slack.render import (
     ACTION_CANCEL,
     ACTION_EXPORT,
     ACTION_SUMMARIZE,
     unescape_incoming,
 )
+from bot.adapters.slack.search import SlackSearch
 from bot.adapters.slack.service import (
     PLATFORM,
     Locales,
@@ -102,10 +104,12 @@ class SlackFrontEnd:
         self._parents: dict[tuple[str, str], str] = {}
         """(channel, parent ts) -> run id, for the runs this process can still summarize."""
         self.locales = Locales(self.client, wait_s=locale_wait_s)
+        self.conversations = Conversations(self.client, wait_s=locale_wait_s)
         self.service = CommandService(
             runs, store, platform=PLATFORM, place="workspace", font_dir=settings.export_fonts
         )
         self._exports = SlackExports(self.client, self.service)
+        self._search = SlackSearch(self.client, self.service)
         secret = settings.slack_signing_secret
         self.app = AsyncApp(
             client=self.client,
@@ -128,7 +132,12 @@ class SlackFrontEnd:
         self.app.event("reaction_added")(summarize.on_reaction)
         self.app.event("agent_session_stopped")(summarize.on_stop)
         self.threads = SlackThreads(
-            self.client, store, self.budget, followups or FollowUps(store, runs), self._parents
+            self.client,
+            store,
+            self.budget,
+            followups or FollowUps(store, runs),
+            self._parents,
+            self.conversations,
         )
         mentions = SlackMentions(self, self.threads, store)
         self.app.event("app_mention")(mentions.on_mention)
@@ -245,6 +254,8 @@ class SlackFrontEnd:
         if parsed.kind == "history":
             reply = await self.service.history(caller)
             await respond(text=reply_text(reply), response_type="ephemeral")
+        elif parsed.kind == "search":
+            await self._search.answer(caller, parsed.words, respond)
         elif parsed.kind == "usage":
             reply = await self.service.usage(caller, parsed.days)
             await respond(text=reply_text(reply), response_type="ephemeral")
@@ -280,10 +291,21 @@ class SlackFrontEnd:
         # A burst of requests: their acks first, their runs' starts (a locale lookup, the
         # store) two at a time.
         async with self._starting:
-            caller = caller.model_copy(update={"locale": await self.locales.of(caller)})
+            caller = await self._settled(caller)
             record = await self.service.start(caller, wanted, progress)
         progress.view.run_id = record.run_id
         return record
+
+    async def _settled(self, caller: Caller) -> Caller:
+        """The caller with their locale, and whether their conversation is private where the
+        payload did not say, both asked of Slack side by side."""
+        if caller.private is None:
+            locale, private = await asyncio.gather(
+                self.locales.of(caller), self.conversations.private(caller.channel)
+            )
+        else:
+            locale, private = await self.locales.of(caller), caller.private
+        return caller.model_copy(update={"locale": locale, "private": private})
 
     async def _show(self, caller: Caller, run_id: str, respond: AsyncRespond) -> None:
         """Re-post a past report of this workspace here: its TL;DR, and the file in the thread."""

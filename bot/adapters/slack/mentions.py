@@ -76,7 +76,9 @@ class SlackMentions:
             return
         if not await first_delivery(self._store, body):
             return
-        caller = event_caller(body, user=str(event["user"]), channel=str(event.get("channel", "")))
+        caller = event_caller(
+            body, user=str(event["user"]), channel=str(event.get("channel", "")), kind="im"
+        )
         text = message_text_to_bot(str(event.get("text", "")), context.bot_user_id)
         # The message's own thread becomes the run's, as an agent-view thread would.
         thread = str(event.get("ts", ""))

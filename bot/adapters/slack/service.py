@@ -20,6 +20,7 @@ from bot.adapters.slack.client import (
     slack_errors,
     upload_file,
 )
+from bot.adapters.slack.privacy import said_private
 from bot.adapters.slack.render import (
     MESSAGE_CHARS,
     clip,
@@ -38,32 +39,42 @@ SLACK = Markup(escape=escape, mention=mention, bold="*")
 
 
 def command_caller(command: dict[str, Any]) -> Caller:
-    """The person behind a slash command (the locale is asked for separately: `users.info`)."""
+    """The person behind a slash command (the locale is asked for separately: `users.info`,
+    and so is whether a channel the command does not name private is public)."""
+    channel = str(command.get("channel_id", ""))
     return Caller(
         platform=PLATFORM,
         workspace=str(command.get("team_id", "")),
-        channel=str(command.get("channel_id", "")),
+        channel=channel,
         user=str(command.get("user_id", "")),
         user_name=str(command.get("user_name", "")),
+        private=said_private(channel, name=str(command.get("channel_name", ""))),
     )
 
 
 def action_caller(body: dict[str, Any]) -> Caller:
     """The person behind a button press or a menu choice."""
-    user = body.get("user") or {}
+    user, where = body.get("user") or {}, body.get("channel") or {}
+    channel = str(where.get("id", ""))
     return Caller(
         platform=PLATFORM,
         workspace=str((body.get("team") or {}).get("id") or user.get("team_id", "")),
-        channel=str((body.get("channel") or {}).get("id", "")),
+        channel=channel,
         user=str(user.get("id", "")),
         user_name=str(user.get("username") or user.get("name") or ""),
+        private=said_private(channel, name=str(where.get("name", ""))),
     )
 
 
-def event_caller(body: dict[str, Any], *, user: str, channel: str) -> Caller:
-    """The person behind an Events API event (a reaction) in the body's workspace."""
+def event_caller(body: dict[str, Any], *, user: str, channel: str, kind: str = "") -> Caller:
+    """The person behind an Events API event (a mention, a message, a reaction) in the body's
+    workspace; `kind`: the event's `channel_type`, where it has one."""
     return Caller(
-        platform=PLATFORM, workspace=str(body.get("team_id", "")), channel=channel, user=user
+        platform=PLATFORM,
+        workspace=str(body.get("team_id", "")),
+        channel=channel,
+        user=user,
+        private=said_private(channel, kind=kind),
     )
 
 

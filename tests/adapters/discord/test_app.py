@@ -387,7 +387,9 @@ async def test_the_depth_choice_reaches_the_runs_service(
 
 
 async def test_history_marks_deep_runs(bot: DiscordBot, fake: FakeDiscord) -> None:
-    origin = Origin(platform="discord", workspace=fake.guild.guild_id, channel="1", user="2")
+    origin = Origin(
+        platform="discord", workspace=fake.guild.guild_id, channel="1", user="2", private=False
+    )
     await bot.store.create_run(Request(topic="Acme", origin=origin))
     await bot.store.create_run(Request(topic="Globex", origin=origin, depth=Depth.DEEP))
 

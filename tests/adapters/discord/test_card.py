@@ -358,7 +358,11 @@ async def test_a_user_install_run_is_in_its_persons_history_and_recovers_by_dm(
     first = await DiscordBot.start(fake, tmp_path / "db.sqlite3", engine=ScriptedEngine())
     assert first.engine is not None
     run_id = await _run_by_interaction(fake, first.runs, first.engine, payload)
-    history = await first.interact(world.dm_command(world.bob, "history"))
+    elsewhere = await first.interact(world.dm_command(world.bob, "history"))
+    assert run_id not in elsewhere  # another DM: a DM's runs are listed only in it
+    asked = world.dm_command(world.bob, "history")
+    asked.update(channel=payload["channel"], channel_id=payload["channel_id"])
+    history = await first.interact(asked)
     assert f"`{run_id}`" in history
     await first.stop()
 

@@ -175,10 +175,15 @@ def test_the_manifest_asks_for_what_the_app_uses() -> None:
 
     assert f"  - command: {COMMAND}\n" in manifest
     assert "should_escape: false" in manifest
+    assert "| search <words> |" in manifest  # the usage hint names every command
     scopes = [
         "commands",
         "chat:write",
         "channels:join",
+        "channels:read",
+        "groups:read",
+        "im:read",
+        "mpim:read",
         "files:write",
         "reactions:read",
         "users:read",
