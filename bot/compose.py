@@ -26,7 +26,8 @@ from bot.agent.web.budget import MiB, ReadBudget
 from bot.agent.web.extract_pool import Extractor
 from bot.agent.web.fetch import PageFetcher
 from bot.agent.web.github import GitHub, github_tools
-from bot.agent.web.registry import ScopedTools, Tool, research_tools
+from bot.agent.web.registry import ScopedTools, Tool, Toolbox, research_tools
+from bot.agent.web.reuse import ReusingPages
 from bot.agent.web.search import SearchProvider, build_search
 from bot.config import Settings
 from bot.domain import Depth, Request
@@ -35,6 +36,7 @@ from bot.runs.followups import FollowUps
 from bot.runs.identify import Identifying
 from bot.runs.manager import Engine, RunManager
 from bot.runs.quota import Quota, QuotaLimits
+from bot.store.pages import PageStore
 from bot.store.runs import Store
 from bot.store.signals import PostgresSignals, Signals
 
@@ -151,6 +153,18 @@ async def mcp_tools(config: Path, stack: AsyncExitStack) -> ScopedTools:
     return McpTools(servers)
 
 
+def kept_pages(settings: Settings, store: Store) -> PageStore | None:
+    """Pages (and their condensing) a workspace's runs read, given again to its later runs
+    within RESEARCH_BOT_REUSE_DAYS; None when that is 0."""
+    if not settings.reuse_days:
+        return None
+    return PageStore(store.database, days=settings.reuse_days, clock=store.now)
+
+
+def reusing(toolbox: Toolbox, pages: PageStore | None) -> Toolbox:
+    return toolbox if pages is None else ReusingPages(toolbox, pages)
+
+
 def shared_signals(settings: Settings, store: Store) -> Signals | None:
     """Replicas on one PostgreSQL hear each other (LISTEN/NOTIFY); on SQLite there is one."""
     if settings.database_url is None:
@@ -199,11 +213,13 @@ async def open_services(
         )
         if search is None:
             search = await stack.enter_async_context(build_search(settings))
+        pages = kept_pages(settings, store)
         compressor = Compressor(
             model,
             fast_model=model.fast_model,
             threshold_tokens=settings.compress_threshold_tokens,
             timeout_s=settings.model_timeout_s,
+            memory=pages,
         )
         toolbox = research_tools(
             search,
@@ -217,6 +233,7 @@ async def open_services(
         )
         if settings.mcp_config is not None:
             toolbox = toolbox.with_scoped(await mcp_tools(settings.mcp_config, stack))
+        toolbox = reusing(toolbox, pages)
         quick = Researcher(model, toolbox, compressor, limits(settings))
         deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
         followup = FollowUpEngine(model, toolbox, compressor, followup_limits(settings), store)

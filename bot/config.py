@@ -9,12 +9,7 @@ from typing import Annotated, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, Field, SecretStr, field_validator
-from pydantic_settings import (
-    BaseSettings,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bot.addresses import is_allow_entry, is_web_address
 from bot.errors import ConfigError
@@ -148,6 +143,8 @@ class Settings(BaseSettings):
     """Runs that research at once; more wait in a queue."""
     identify: bool = Field(default=True, alias="RESEARCH_BOT_IDENTIFY")
     """Settle which company a company run is about before researching: one search, one fast-model call."""
+    reuse_days: int = Field(default=7, ge=0, le=365, alias="RESEARCH_BOT_REUSE_DAYS")
+    """Days back a run reuses its workspace's report on the same company and pages read; 0: off."""
     choice_timeout_s: float = Field(default=120, gt=0, alias="RESEARCH_BOT_CHOICE_TIMEOUT_S")
     """How long a run waits for a person to choose among namesakes before taking the most likely."""
 

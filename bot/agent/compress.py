@@ -3,8 +3,9 @@ truncate; and compacting older tool results when the conversation nears the cont
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from bot.agent.events import Notice, Usage
 from bot.agent.fence import fence
@@ -12,7 +13,7 @@ from bot.agent.models.port import ModelCall, ModelPort
 from bot.agent.report.model import Source
 from bot.agent.state import RunState
 from bot.agent.web.listing import clip
-from bot.errors import ModelError
+from bot.errors import ModelError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -68,16 +69,47 @@ class Condensed(NamedTuple):
     48,000 characters …)`; our words, never the web's."""
 
 
+class KeptCondensing(NamedTuple):
+    text: str
+    note: str
+    model: str
+
+
+class CondensedMemory(Protocol):
+    """Where a workspace's condensed pages are kept for its later runs (bot/store/pages.py)."""
+
+    async def condensed(self, scope: str, text: str, goal: str) -> KeptCondensing | None: ...
+
+    async def keep_condensed(
+        self, scope: str, text: str, goal: str, kept: KeptCondensing
+    ) -> None: ...
+
+
+KEPT_TOOLS = frozenset({"read_page"})
+"""Whose condensed output is kept: pages, which later runs of the workspace may be given again."""
+MEMORY_WAIT_S = 2.0
+"""How long the memory may take to answer before the text is condensed as if it had none."""
+
+
 class Compressor:
-    """Summarizes text over `threshold_tokens` with the fast model; truncates if that fails."""
+    """Summarizes text over `threshold_tokens` with the fast model; truncates if that fails.
+    With `memory`, a page is condensed once per workspace, goal and window."""
 
     def __init__(
-        self, model: ModelPort, *, fast_model: str, threshold_tokens: int, timeout_s: float
+        self,
+        model: ModelPort,
+        *,
+        fast_model: str,
+        threshold_tokens: int,
+        timeout_s: float,
+        memory: CondensedMemory | None = None,
     ) -> None:
         self._model = model
         self._fast_model = fast_model
         self._threshold = threshold_tokens
         self._timeout = timeout_s
+        self._memory = memory
+        self.memory_wait_s = MEMORY_WAIT_S
 
     @property
     def model(self) -> str:
@@ -87,10 +119,41 @@ class Compressor:
         """`text` as it should reach the model, and what shortening it cost."""
         return (await self.condense(text, goal=goal, tool=tool)).compressed
 
-    async def condense(self, text: str, *, goal: str, tool: str) -> Condensed:
-        """`compress`, with the note for the heading above the text (a tool result's)."""
+    async def condense(self, text: str, *, goal: str, tool: str, scope: str = "") -> Condensed:
+        """`compress`, with the note for the heading above the text (a tool result's). `scope`:
+        the run's workspace, whose kept condensings of pages it may take."""
         if estimate_tokens(text) <= self._threshold:
             return Condensed(Compressed(text, False, Usage(), self._fast_model))
+        if self._memory is None or not scope or tool not in KEPT_TOOLS:
+            return await self._summarize(text, goal, tool)
+        if (kept := await self._recall(scope, text, goal)) is not None:
+            # An earlier condensing of the same text for the same goal: no call, no usage.
+            return Condensed(Compressed(kept.text, True, Usage(), kept.model), kept.note)
+        condensed = await self._summarize(text, goal, tool)
+        summary = condensed.compressed
+        if not summary.text.endswith(TRUNCATED):  # a truncation is tried again next time
+            made = KeptCondensing(summary.text, condensed.note, summary.model)
+            await self._keep(scope, text, goal, made)
+        return condensed
+
+    async def _recall(self, scope: str, text: str, goal: str) -> KeptCondensing | None:
+        assert self._memory is not None
+        try:
+            async with asyncio.timeout(self.memory_wait_s):
+                return await self._memory.condensed(scope, text, goal)
+        except (StoreError, TimeoutError) as error:
+            log.warning("kept condensings unreadable, condensing again: %s", _why(error))
+            return None
+
+    async def _keep(self, scope: str, text: str, goal: str, made: KeptCondensing) -> None:
+        assert self._memory is not None
+        try:
+            async with asyncio.timeout(self.memory_wait_s):
+                await self._memory.keep_condensed(scope, text, goal, made)
+        except (StoreError, TimeoutError) as error:
+            log.warning("could not keep a condensing for reuse: %s", _why(error))
+
+    async def _summarize(self, text: str, goal: str, tool: str) -> Condensed:
         max_tokens = max(500, self._threshold // 2)
         try:
             reply = await self._model.complete(self._call(text, goal, tool, max_tokens))
@@ -131,6 +194,10 @@ class Compressor:
         kept = self._threshold * CHARS_PER_TOKEN
         note = f"(cut at {kept:,} of {len(text):,} characters: it could not be condensed)"
         return Condensed(Compressed(text[:kept] + TRUNCATED, True, Usage(), self._fast_model), note)
+
+
+def _why(error: Exception) -> str:
+    return str(error) or type(error).__name__
 
 
 def with_note(heading: str, note: str) -> str:

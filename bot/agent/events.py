@@ -123,6 +123,8 @@ class ToolFinished(_Event):
     """The run's citation number of each source, in the same order."""
     compressed: bool = False
     duration_s: float = 0.0
+    reused: bool = False
+    """The page came from what a run of the same workspace read recently, not fetched again."""
 
 
 class UsageRecorded(_Event):

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from bot.agent.compress import Compressor, compact_form, with_note
 from bot.agent.control import Control
-from bot.agent.events import ModelText, ToolCalled, ToolFinished, UsageRecorded
+from bot.agent.events import ModelText, ToolCalled, ToolFinished, Usage, UsageRecorded
 from bot.agent.models.port import ModelCall, ModelPort, ModelReply, ToolUse
 from bot.agent.prompts import continue_after_max_tokens
 from bot.agent.report.markdown import title_line
@@ -111,10 +111,11 @@ class Steps:
         out, compressed, note = result.output, False, ""
         body = out.body
         if body and not result.is_error:
-            (body, compressed, usage, served), note = await self._compressor.condense(
-                body, goal=run.task, tool=use.name
+            condensed = await self._compressor.condense(
+                body, goal=run.task, tool=use.name, scope=run.request.origin.scope
             )
-            if compressed:
+            (body, compressed, usage, served), note = condensed.compressed, condensed.note
+            if compressed and usage != Usage():  # a truncation or a kept condensing: no call
                 run.record(UsageRecorded(turn=run.turn, model=served, usage=usage))
         content = with_note(out.heading, note) + (f"\n{fence(body)}" if body else "")
         numbers = [run.registry.number(s.url) or 0 for s in out.sources]
@@ -132,6 +133,7 @@ class Steps:
                 numbers=numbers,
                 compressed=compressed,
                 duration_s=result.duration_s,
+                reused=out.reused,
             )
         )
         results[use.id] = {

@@ -47,6 +47,8 @@ class _Steps:
             self._calls[event.call_id].update(
                 is_error=event.is_error, result=event.content, compressed=event.compressed
             )
+            if event.reused:
+                self._calls[event.call_id]["reused"] = True
         elif isinstance(event, ReportReady):
             self.turn(event.turn).update(
                 content=event.report.tldr,

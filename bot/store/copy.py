@@ -31,8 +31,9 @@ from bot.store.status import check_sqlite, postgres_where, read_only
 
 BATCH = 500
 """Rows per committed batch: small enough that a cut costs little, large enough to be quick."""
-NOT_HISTORY = frozenset({"replicas"})
-"""Tables about live processes, not history: each replica registers itself where it runs."""
+NOT_HISTORY = frozenset({"replicas", "pages", "condensed_pages"})
+"""Tables about live processes, not history: each replica registers itself where it runs; kept
+pages are a cache of the last days, read again from the web when missing."""
 ORDER = {"runs": (RUNS.c.created_seq, RUNS.c.run_id)}
 """How a table is read when its key is not the order it needs: a run before its follow-ups
 (a follow-up is always made after the run it asks about)."""

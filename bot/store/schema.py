@@ -172,6 +172,34 @@ REPLICAS = Table(
     Column("seen_at", Text, nullable=False),
 )
 
+PAGES = Table(
+    "pages",
+    METADATA,
+    Column("scope", Text, nullable=False),
+    Column("url_key", Text, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("private", Flag, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("run_id", Text, nullable=False),
+    Column("read_at", Text, nullable=False),
+    PrimaryKeyConstraint("scope", "url_key", "channel"),
+)
+"""Pages runs read, per workspace (`Origin.scope`) and conversation, for its later runs."""
+CONDENSED = Table(
+    "condensed_pages",
+    METADATA,
+    Column("scope", Text, nullable=False),
+    Column("text_key", Text, nullable=False),
+    Column("goal_key", Text, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("note", Text, nullable=False),
+    Column("model", Text, nullable=False),
+    Column("made_at", Text, nullable=False),
+    PrimaryKeyConstraint("scope", "text_key", "goal_key"),
+)
+"""A page's condensed text, per workspace, by the hashes of the text and the goal it served."""
+
 Step = Callable[[Connection], None]
 
 
@@ -223,6 +251,13 @@ def _search(conn: Connection) -> None:
         create_search_index(conn)
 
 
+def _pages(conn: Connection) -> None:
+    """12: pages runs read and their condensed text, kept for the workspace's later runs
+    (bot/store/pages.py)."""
+    PAGES.create(conn, checkfirst=True)
+    CONDENSED.create(conn, checkfirst=True)
+
+
 event.listen(METADATA, "after_create", lambda _, conn, **__: create_search_index(conn))
 
 STEPS: tuple[Step, ...] = (
@@ -231,6 +266,7 @@ STEPS: tuple[Step, ...] = (
     _report_posted,
     _identities,
     _search,
+    _pages,
 )
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change

@@ -29,6 +29,7 @@ from bot.adapters.discord.export import DiscordExports
 from bot.adapters.discord.followup import ThreadQuestions, follow_up_reply
 from bot.adapters.discord.gateway import gateway_lock_name, hold_gateway
 from bot.adapters.discord.interaction import InteractionSink, lives_in_interaction
+from bot.adapters.discord.search import answer_search
 from bot.adapters.discord.service import (
     PLATFORM,
     caller_of,
@@ -195,6 +196,9 @@ class ResearchClient(discord.AutoShardedClient):
         await interaction.response.defer(ephemeral=True, thinking=True)
         found = await self.service.history(caller_of(interaction))
         await tell(interaction, reply_text(found))
+
+    async def show_search(self, interaction: discord.Interaction[Any], words: str) -> None:
+        await answer_search(self.service, interaction, words)
 
     async def show_usage(self, interaction: discord.Interaction[Any], days: int) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)

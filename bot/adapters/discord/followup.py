@@ -18,6 +18,7 @@ import discord
 
 from bot.adapters.chat.followup_reply import FollowUpReply
 from bot.adapters.chat.sink import ChatError
+from bot.adapters.discord.privacy import is_private
 from bot.adapters.discord.sink import ThreadPosts, discord_errors, send_text
 from bot.adapters.discord.views import MESSAGE_LIMIT, safe_text
 from bot.domain import Origin, RunRecord
@@ -84,6 +85,7 @@ class ThreadQuestions:
             thread=str(channel.id),
             user=str(author.id),
             user_name=author.display_name,
+            private=is_private(channel),
         )
         question = re.sub(rf"<@!?{me.id}>", " ", message.content)
         try:

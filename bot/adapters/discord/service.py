@@ -12,6 +12,7 @@ import discord
 from bot.adapters.chat.service import Caller, Markup, Reply, Shared
 from bot.adapters.chat.sink import FILE_REFUSED
 from bot.adapters.discord.interaction import scope_of
+from bot.adapters.discord.privacy import is_private
 from bot.adapters.discord.sink import send_report, send_text
 from bot.adapters.discord.views import safe_text
 
@@ -32,11 +33,13 @@ def caller_of(interaction: discord.Interaction[Any]) -> Caller:
         user=str(user.id),
         user_name=user.display_name,
         locale=interaction.locale.value,
+        private=is_private(interaction.channel),
     )
 
 
 def reaction_caller(payload: discord.RawReactionActionEvent) -> Caller:
-    """The person behind a reaction, in the guild it was added in."""
+    """The person behind a reaction, in the guild it was added in (its payload names the
+    channel only by id, so whether it is private goes unsaid)."""
     return Caller(
         platform=PLATFORM,
         workspace=str(payload.guild_id or ""),

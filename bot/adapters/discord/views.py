@@ -99,6 +99,8 @@ class Handlers(Protocol):
 
     async def show_history(self, interaction: discord.Interaction[Any]) -> None: ...
 
+    async def show_search(self, interaction: discord.Interaction[Any], words: str) -> None: ...
+
     async def show_usage(self, interaction: discord.Interaction[Any], days: int) -> None: ...
 
     async def show_report(self, interaction: discord.Interaction[Any], run_id: str) -> None: ...
@@ -131,7 +133,7 @@ FORMATS = [
 
 
 def research_group() -> app_commands.Group:
-    """`/research company|contracts [depth]|history|usage [days]|show|export`.
+    """`/research company|contracts [depth]|history|search|usage [days]|show|export`.
 
     Installable to a server (runs get a thread there) and to a person, who can then use it in
     DMs and in servers the bot has not joined (runs live in the command's own reply).
@@ -168,6 +170,13 @@ def research_group() -> app_commands.Group:
     @group.command(name="history", description="This server's recent runs (only you see it)")
     async def history(interaction: discord.Interaction[Any]) -> None:
         await _handlers(interaction).show_history(interaction)
+
+    @group.command(
+        name="search", description="Search this server's past reports and answers (only you see it)"
+    )
+    @app_commands.describe(words="What to look for, e.g. acme pricing")
+    async def search(interaction: discord.Interaction[Any], words: Topic) -> None:
+        await _handlers(interaction).show_search(interaction, words)
 
     @group.command(
         name="usage", description="What this server spent, per day and per person (only you see it)"

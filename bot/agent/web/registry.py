@@ -36,6 +36,8 @@ class ToolOutput(BaseModel):
     body: str = ""
     """What the web said: untrusted, may be compressed, always fenced as data."""
     sources: list[Source] = Field(default_factory=list)
+    reused: bool = False
+    """Given from what a run of the same workspace read recently, not fetched again."""
 
 
 @dataclass

@@ -24,7 +24,17 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
     # Installable to a server and to a person; usable in servers, DMs and group DMs.
     assert (command["contexts"], command["integration_types"]) == ([0, 1, 2], [0, 1])
     options = {o["name"]: o for o in command["options"]}
-    assert list(options) == ["company", "contracts", "history", "usage", "show", "export"]
+    assert list(options) == [
+        "company",
+        "contracts",
+        "history",
+        "search",
+        "usage",
+        "show",
+        "export",
+    ]
+    (words,) = options["search"]["options"]
+    assert (words["name"], words["type"], words["required"]) == ("words", 3, True)
     days = options["usage"]["options"][0]
     assert (days["name"], days["type"], days["required"]) == ("days", 4, False)
     assert (days["min_value"], days["max_value"]) == (1, 366)
