@@ -1,6 +1,9 @@
 """`research-bot mcp list`: the MCP servers RESEARCH_BOT_MCP_CONFIG names, each connected once as
 `serve` would, with whether it answers, its tools and which runs may call, and its workspaces.
-The SDK loads only once the config has been read and found good."""
+The SDK loads only once the config has been read and found good.
+
+`research-bot mcp serve`: the bot itself as an MCP server over stdio, for a desktop client that
+starts it (bot/adapters/mcp/); its runs belong to the terminal's workspace."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from bot.errors import BotError
 if TYPE_CHECKING:
     from bot.agent.mcp.config import ServerConfig
     from bot.agent.mcp.servers import ServerStatus
+    from bot.config import Settings
 
 mcp_app = typer.Typer(
     no_args_is_help=True, help="MCP servers: the private sources RESEARCH_BOT_MCP_CONFIG names."
@@ -76,3 +80,33 @@ async def _statuses(configs: list[ServerConfig]) -> list[ServerStatus]:
 
     async with McpServers(configs) as servers:
         return await servers.status()
+
+
+@mcp_app.command("serve")
+def serve_stdio() -> None:
+    """Serve research-bot's tools over stdio (an MCP client such as Claude Desktop starts this).
+
+    Its runs belong to the terminal's workspace: `research-bot history` shows them."""
+    log_to_terminal()  # stderr: stdout is the protocol's
+    try:
+        settings = load_settings()
+        mcp_configs(settings)  # a bad MCP config stops here, before any client loads
+        from bot.adapters.mcp.settings import load_mcp_settings
+
+        asyncio.run(_serve_stdio(settings, load_mcp_settings().wait_s))
+    except BotError as error:
+        raise fail(error) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+
+
+async def _serve_stdio(settings: Settings, wait_s: float) -> None:
+    from bot.adapters.mcp.callers import STDIO
+    from bot.adapters.mcp.runs import McpRuns
+    from bot.adapters.mcp.server import build_server
+    from bot.compose import open_services
+
+    async with open_services(settings) as services:
+        service = McpRuns(services.store, services.runs, services.followups)
+        server = build_server(service, lambda _: STDIO, wait_s=wait_s)
+        await server.run_stdio_async()

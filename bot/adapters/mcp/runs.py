@@ -1,0 +1,262 @@
+"""What each MCP tool does, over the same runs service, store and follow-ups as chat: a run is
+submitted with `RunManager.submit` and a `LiveRun` listener, controlled with `control`, and
+read back from the store, always as the caller (`Caller`) may see it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from bot.adapters.mcp.callers import Caller
+from bot.adapters.mcp.live import LiveRun
+from bot.adapters.mcp.models import Answer, Hit, Hits, ReportText, RunList, RunState, RunSummary
+from bot.agent.followup.answer import answer_markdown
+from bot.agent.language import language_for, stated
+from bot.agent.report.model import Report
+from bot.agent.report.support import Verdict
+from bot.domain import Depth, Mode, Request, RunRecord, RunStatus
+from bot.errors import NotFoundError, RequestError
+from bot.export import Format, render
+from bot.runs.followups import FollowUps
+from bot.runs.manager import RunManager
+from bot.store.runs import Store
+
+MAX_LIST = 100
+FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
+Progress = Callable[[LiveRun], Awaitable[None]]
+E = TypeVar("E", Mode, Depth, Format)
+
+
+def _choice(kind: type[E], value: str, what: str) -> E:
+    try:
+        return kind(value.strip().lower())
+    except ValueError:
+        names = " or ".join(member.value for member in kind)
+        raise RequestError(f"Unknown {what} {value[:40]!r}: use {names}.") from None
+
+
+class McpRuns:
+    def __init__(self, store: Store, runs: RunManager, followups: FollowUps) -> None:
+        self._store = store
+        self._runs = runs
+        self._followups = followups
+        self._live: dict[str, LiveRun] = {}
+        """Runs this server started, while it runs (their steps live only in memory)."""
+
+    async def start(
+        self, caller: Caller, topic: str, mode: str, depth: str, language: str | None
+    ) -> tuple[RunState, LiveRun]:
+        request = Request(
+            topic=topic,
+            mode=_choice(Mode, mode, "mode"),
+            depth=_choice(Depth, depth, "depth"),
+            origin=caller.origin(),
+            language=language_for(stated(language), topic),
+        )
+        live = LiveRun()
+        record = await self._runs.submit(request, live)
+        live.record = record
+        self._live[record.run_id] = live
+        return await self.state(record), live
+
+    async def status(self, caller: Caller, run_id: str) -> RunState:
+        return await self.state(await self._visible(caller, run_id))
+
+    async def control(self, caller: Caller, run_id: str, action: str) -> RunState:
+        """Summarize or cancel one of the caller's runs, wherever it runs."""
+        run = await self._visible(caller, run_id)
+        if not caller.may_control(run):
+            raise RequestError(
+                f"Run {run.run_id} was started in {run.origin.platform}: stop it from its thread."
+            )
+        if await self._runs.control(run.run_id, action) is None:
+            if run.status in FINISHED:
+                raise RequestError(f"Run {run.run_id} has already ended ({run.status.value}).")
+            raise RequestError(f"Run {run.run_id} is not running here, so it cannot be stopped.")
+        return await self.state(run)
+
+    async def wait(self, live: LiveRun, within_s: float, progress: Progress) -> RunRecord | None:
+        """Until the run ends (its record) or `within_s` passes (None), calling `progress` at
+        each new step."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + within_s
+        while not live.finished.is_set():
+            live.changed.clear()
+            left = until - loop.time()
+            if left <= 0:
+                return None
+            try:
+                async with asyncio.timeout(left):
+                    await live.changed.wait()
+            except TimeoutError:
+                return None
+            if not live.finished.is_set():
+                await progress(live)
+        assert live.record is not None
+        return live.record
+
+    async def report(self, caller: Caller, run_id: str, fmt: str) -> ReportText:
+        wanted = _choice(Format, fmt, "format")
+        if wanted not in (Format.MD, Format.HTML):
+            raise RequestError(f"Unknown format {fmt!r}: use md or html.")
+        run = await self._visible(caller, run_id)
+        saved = await self._store.report(run.run_id)
+        if saved is None:
+            if run.status in FINISHED:
+                why = run.termination_reason or run.status.value
+                raise RequestError(f"Run {run.run_id} ended without a report ({why}).")
+            raise RequestError(
+                f"Run {run.run_id} is still {run.status.value}: its report is not in yet."
+            )
+        report, markdown = saved
+        if wanted is Format.HTML:
+            exported = await asyncio.to_thread(render, run, report, Format.HTML)
+            content = exported.data.decode()
+        else:
+            content = markdown
+        supported, checked = _support(report)
+        return ReportText(
+            run_id=run.run_id,
+            format=wanted.value,
+            title=report.title,
+            content=content,
+            sources=len(report.sources),
+            ending=run.termination_reason,
+            claims_supported=supported,
+            claims_checked=checked,
+        )
+
+    async def list_runs(self, caller: Caller, limit: int) -> RunList:
+        limit = max(1, min(limit, MAX_LIST))
+        found: list[RunRecord] = []
+        for platform in caller.places():
+            found += await self._store.list_runs(
+                platform=platform,
+                workspace=caller.workspace,
+                limit=limit,
+                viewer_channel=None if caller.local else caller.origin().channel,
+            )
+        visible = sorted(
+            (run for run in found if caller.sees(run)), key=lambda r: r.created_at, reverse=True
+        )
+        return RunList(runs=[_summary(run) for run in visible[:limit]])
+
+    async def search(self, caller: Caller, query: str, limit: int) -> Hits:
+        limit = max(1, min(limit, MAX_LIST))
+        hits = []
+        for platform in caller.places():
+            hits += await self._store.search_reports(
+                query,
+                platform=platform,
+                workspace=caller.workspace,
+                viewer_channel=None if caller.local else caller.origin().channel,
+                limit=limit,
+            )
+        best = sorted(hits, key=lambda h: h.rank, reverse=True)[:limit]
+        return Hits(
+            hits=[
+                Hit(
+                    run_id=h.run_id,
+                    parent_run_id=h.parent_run_id,
+                    topic=h.topic,
+                    created_at=h.created_at,
+                    version=h.version,
+                    snippet=h.snippet,
+                )
+                for h in best
+            ]
+        )
+
+    async def ask(self, caller: Caller, run_id: str, question: str, within_s: float) -> Answer:
+        """A follow-up question about one of the caller's runs, answered as in its thread."""
+        asked_about = await self._visible(caller, run_id)
+        live = LiveRun()
+        child = await self._followups.ask(asked_about.run_id, question, caller.origin(), live)
+        self._live[child.run_id] = live
+
+        async def quiet(_: LiveRun) -> None:
+            return None
+
+        ended = await self.wait(live, within_s, quiet)
+        outcome = live.outcome
+        if ended is None or outcome is None:
+            return Answer(
+                run_id=child.run_id,
+                asked_about=asked_about.run_id,
+                status=RunStatus.RUNNING.value,
+                error=f"Still answering: research_status {child.run_id} follows it.",
+            )
+        answer = outcome.answer
+        if answer is None and outcome.report is not None:
+            answer = answer_markdown(outcome.report)
+        return Answer(
+            run_id=child.run_id,
+            asked_about=asked_about.run_id,
+            status=outcome.status.value,
+            answer=answer,
+            version=outcome.version,
+            error=outcome.error,
+        )
+
+    async def state(self, run: RunRecord) -> RunState:
+        """The run as a caller follows it: from the live view when this server follows it."""
+        live = self._live.get(run.run_id)
+        if live is not None and live.finished.is_set():
+            self._live.pop(run.run_id, None)
+            live = None
+        if live is not None:
+            current = self._runs.get_active(run.run_id) or live.record or run
+            return RunState(
+                run_id=run.run_id,
+                topic=run.topic,
+                status=current.status.value,
+                step=live.step,
+                sources=len(live.urls),
+                cost_usd=live.cost_usd,
+                queue_position=live.queue_position,
+            )
+        fresh = await self._store.get_run(run.run_id)
+        saved = await self._store.report(run.run_id)
+        report = saved[0] if saved is not None else None
+        supported, checked = _support(report) if report is not None else (None, None)
+        return RunState(
+            run_id=fresh.run_id,
+            topic=fresh.topic,
+            status=fresh.status.value,
+            step=fresh.termination_reason or fresh.status.value,
+            sources=len(report.sources) if report is not None else 0,
+            cost_usd=fresh.cost_usd,
+            ending=fresh.termination_reason,
+            claims_supported=supported,
+            claims_checked=checked,
+            error=fresh.error,
+        )
+
+    async def _visible(self, caller: Caller, run_id: str) -> RunRecord:
+        if not run_id.strip():
+            raise NotFoundError("No run id given.")
+        return caller.check(await self._store.get_run(run_id))
+
+
+def _support(report: Report) -> tuple[int | None, int | None]:
+    if report.support is None:
+        return None, None
+    claims = report.support.claims
+    checked = sum(claim.verdict is not Verdict.UNKNOWN for claim in claims)
+    return report.support.count(Verdict.SUPPORTED), checked
+
+
+def _summary(run: RunRecord) -> RunSummary:
+    return RunSummary(
+        run_id=run.run_id,
+        topic=run.topic,
+        mode=run.mode.value,
+        depth=run.depth.value,
+        status=run.status.value,
+        ending=run.termination_reason,
+        platform=run.origin.platform,
+        created_at=run.created_at,
+        cost_usd=run.cost_usd,
+        parent_run_id=run.parent_run_id,
+    )

@@ -1,0 +1,189 @@
+"""research-bot as an MCP server over Streamable HTTP on 127.0.0.1, driven by the SDK's own
+client against the fake model and web: a run followed to its report with progress, a cancelled
+call summarized, two tokens that cannot see each other's runs, and 401 for any other caller."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from bot.adapters.mcp.callers import Tokens
+from bot.adapters.mcp.http import check_exposure, http_server, mcp_app
+from bot.adapters.mcp.runs import McpRuns
+from bot.adapters.mcp.settings import load_mcp_settings
+from bot.compose import Services, open_services
+from bot.config import Settings
+from bot.errors import ConfigError
+from tests.conftest import world_env
+from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.tavily_api import FakeTavily
+from tests.fakes.web import FakeWeb
+from tests.process import eventually
+
+REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n\n## Overview\nFounded 2015 [1].\n"
+TOKEN_A = "token-of-workspace-a-0123456789"
+TOKEN_B = "token-of-workspace-b-9876543210"
+
+
+@pytest.fixture
+async def served(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> AsyncIterator[tuple[str, Services]]:
+    env = world_env(tmp_path, anthropic_api, tavily, web)
+    settings = Settings.from_mapping(env)
+    tokens_json = json.dumps({TOKEN_A: "T0AAA", TOKEN_B: "acme-agents"})
+    mcp = load_mcp_settings({"RESEARCH_BOT_MCP_TOKENS": tokens_json})
+    async with open_services(settings) as services:
+        service = McpRuns(services.store, services.runs, services.followups)
+        tokens = Tokens.parse(mcp.tokens)
+        app = mcp_app(service, tokens, wait_s=mcp.wait_s, host="127.0.0.1")
+        server = http_server(app, "127.0.0.1", 0)
+        task = asyncio.create_task(server.serve())
+
+        async def started() -> bool:
+            return server.started
+
+        await eventually(started)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        try:
+            yield f"http://127.0.0.1:{port}/mcp", services
+        finally:
+            server.should_exit = True
+            await task
+
+
+@asynccontextmanager
+async def client(url: str, token: str) -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=20) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as session,
+    ):
+        yield session
+
+
+async def test_research_waits_for_the_report_with_a_progress_notification_per_step(
+    served: tuple[str, Services], anthropic_api: FakeAnthropic
+) -> None:
+    url, services = served
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "Acme Robotics"})]), reply_text(REPORT)
+    )
+    steps: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        steps.append(message or "")
+
+    async with client(url, TOKEN_A) as mcp:
+        result = await mcp.call_tool("research", {"topic": "Acme Robotics"}, None, progress)
+        listed = await mcp.call_tool("list_runs", {})
+        report = await mcp.call_tool(
+            "get_report", {"run_id": result.structured_content["run_id"], "format": "html"}
+        )
+
+    assert not result.is_error, result.content
+    state = result.structured_content
+    assert state["status"] == "done" and state["ending"] == "completed"
+    assert "## TL;DR" in result.content[0].text  # the report itself, as text
+    assert any("Acme Robotics" in step for step in steps), steps
+    assert [r["run_id"] for r in listed.structured_content["runs"]] == [state["run_id"]]
+    assert report.structured_content["format"] == "html" and "<html" in report.content[0].text
+    stored = await services.store.get_run(state["run_id"])
+    assert (stored.origin.platform, stored.origin.workspace) == ("mcp", "T0AAA")
+
+
+async def test_a_cancelled_call_summarizes_the_run_and_get_report_gives_it(
+    served: tuple[str, Services], anthropic_api: FakeAnthropic
+) -> None:
+    url, _ = served
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        reply_text("never delivered"),
+        reply_text(REPORT),
+    )
+    first = anthropic_api.hold()
+    async with client(url, TOKEN_A) as mcp:
+        call = asyncio.create_task(mcp.call_tool("research", {"topic": "Acme"}))
+        await anthropic_api.wait_for_requests(1)
+        first.set()
+        second = anthropic_api.hold()
+        await anthropic_api.wait_for_requests(2)
+        call.cancel()
+        await anthropic_api.wait_for_cancelled(1)  # the turn under way gave way to the write-up
+        second.set()
+        listed = await mcp.call_tool("list_runs", {})
+        run_id = listed.structured_content["runs"][0]["run_id"]
+
+        async def reported() -> bool:
+            state = await mcp.call_tool("research_status", {"run_id": run_id})
+            return state.structured_content["status"] == "done"
+
+        await eventually(reported)
+        report = await mcp.call_tool("get_report", {"run_id": run_id})
+
+    assert report.structured_content["ending"] == "forced_synthesized"
+    assert "## TL;DR" in report.content[0].text
+
+
+async def test_two_tokens_see_only_their_own_workspace(
+    served: tuple[str, Services], anthropic_api: FakeAnthropic
+) -> None:
+    url, _ = served
+    anthropic_api.hold()  # the run stays queued or running: it is only looked at
+    async with client(url, TOKEN_A) as a, client(url, TOKEN_B) as b:
+        started = await a.call_tool("start_research", {"topic": "Acme Robotics"})
+        run_id = started.structured_content["run_id"]
+        seen_by_b = await b.call_tool("research_status", {"run_id": run_id})
+        unknown = await b.call_tool("research_status", {"run_id": "r0000000000"})
+        cancel_by_b = await b.call_tool("cancel_research", {"run_id": run_id})
+        listed_by_b = await b.call_tool("list_runs", {})
+        seen_by_a = await a.call_tool("research_status", {"run_id": run_id})
+
+    assert started.structured_content["status"] in ("queued", "running")
+    assert seen_by_b.is_error and unknown.is_error and cancel_by_b.is_error
+    assert seen_by_b.content[0].text.replace(run_id, "ID") == unknown.content[0].text.replace(
+        "r0000000000", "ID"
+    )
+    assert listed_by_b.structured_content["runs"] == []
+    assert not seen_by_a.is_error and seen_by_a.structured_content["run_id"] == run_id
+
+
+async def test_bad_arguments_are_one_sentence_each(served: tuple[str, Services]) -> None:
+    url, _ = served
+    async with client(url, TOKEN_A) as mcp:
+        mode = await mcp.call_tool("start_research", {"topic": "Acme", "mode": "stocks"})
+        empty = await mcp.call_tool("start_research", {"topic": "   "})
+        long = await mcp.call_tool("start_research", {"topic": "x" * 2000})
+        fmt = await mcp.call_tool("get_report", {"run_id": "r1", "format": "pdf"})
+    said = [r.content[0].text for r in (mode, empty, long, fmt)]
+    assert all(r.is_error for r in (mode, empty, long, fmt))
+    assert "Unknown mode 'stocks'" in said[0] and "what to research" in said[1]
+    assert "keep the topic under 300" in said[2] and "use md or html" in said[3]
+    assert not any("Traceback" in text or "\n" in text for text in said)
+
+
+async def test_a_missing_or_wrong_token_is_401_and_nothing_else(
+    served: tuple[str, Services],
+) -> None:
+    url, _ = served
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    async with httpx2.AsyncClient() as http:
+        missing = await http.post(url, json=body)
+        wrong = await http.post(url, json=body, headers={"Authorization": "Bearer nope"})
+    for answer in (missing, wrong):
+        assert answer.status_code == 401 and answer.content == b""
+
+
+def test_without_tokens_only_a_loopback_address_is_served() -> None:
+    check_exposure(Tokens({}), "127.0.0.1")
+    check_exposure(Tokens({TOKEN_A: "T0AAA"}), "0.0.0.0")
+    with pytest.raises(ConfigError, match="without RESEARCH_BOT_MCP_TOKENS"):
+        check_exposure(Tokens({}), "0.0.0.0")
