@@ -102,6 +102,29 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
                 await task
 
 
+async def serve_mcp(settings: Settings, host: str, port: int | None) -> None:
+    """The MCP server over Streamable HTTP, on the same runs service a chat bot would use."""
+    from bot.adapters.mcp.callers import Tokens
+    from bot.adapters.mcp.http import check_exposure, http_server, mcp_app
+    from bot.adapters.mcp.runs import McpRuns
+    from bot.adapters.mcp.settings import load_mcp_settings
+
+    mcp = load_mcp_settings()
+    tokens = Tokens.parse(mcp.tokens)
+    check_exposure(tokens, host)  # before any client loads
+    from bot.compose import freeze_startup_heap, open_services
+
+    async with open_services(settings, replica=True) as services:
+        freeze_startup_heap()
+        service = McpRuns(services.store, services.runs, services.followups)
+        app = mcp_app(service, tokens, wait_s=mcp.wait_s, host=host)
+        server = http_server(app, host, port or mcp.port)
+        log.info("serving MCP at http://%s:%d/mcp", host, port or mcp.port)
+        await server.serve()  # until SIGTERM or Ctrl-C, which uvicorn hears itself
+        abandon_stop_after(STOP_WITHIN_S)
+        await services.runs.shutdown()
+
+
 def abandon_stop_after(
     seconds: float, exit: Callable[[int], object] = os._exit
 ) -> asyncio.TimerHandle:
@@ -123,16 +146,27 @@ def abandon_stop_after(
 
 def serve(
     platform: Annotated[
-        str, typer.Argument(help="slack, discord, or all whose tokens are set.")
+        str, typer.Argument(help="slack, discord, or all whose tokens are set; or mcp.")
     ] = "all",
-    port: Annotated[int, typer.Option(help="HTTP port for Slack without Socket Mode.")] = 3000,
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="HTTP port: Slack's without Socket Mode (3000), or the MCP server's "
+            "(RESEARCH_BOT_MCP_PORT, 8765)."
+        ),
+    ] = None,
+    host: Annotated[str, typer.Option(help="The MCP server's address.")] = "127.0.0.1",
 ) -> None:
-    """Run the chat bot(s) until stopped (SIGTERM or Ctrl-C)."""
+    """Run the chat bot(s), or with `mcp` the MCP server at /mcp, until stopped (SIGTERM or
+    Ctrl-C)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         settings = load_settings()
         mcp_configs(settings)  # a bad MCP config stops here, before any client loads
-        asyncio.run(serve_platforms(settings, platform, port=port))
+        if platform == "mcp":
+            asyncio.run(serve_mcp(settings, host, port))
+            return
+        asyncio.run(serve_platforms(settings, platform, port=port or 3000))
     except BotError as error:
         raise fail(error) from None
 
