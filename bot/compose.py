@@ -37,6 +37,7 @@ from bot.runs.identify import Identifying
 from bot.runs.manager import Engine, RunManager
 from bot.runs.quota import Quota, QuotaLimits
 from bot.store.pages import PageStore
+from bot.store.recent import RecentReports
 from bot.store.runs import Store
 from bot.store.signals import PostgresSignals, Signals
 
@@ -234,8 +235,11 @@ async def open_services(
         if settings.mcp_config is not None:
             toolbox = toolbox.with_scoped(await mcp_tools(settings.mcp_config, stack))
         toolbox = reusing(toolbox, pages)
-        quick = Researcher(model, toolbox, compressor, limits(settings))
-        deep = DeepResearch(model, toolbox, compressor, limits(settings), deep_limits(settings))
+        earlier = RecentReports(store, days=settings.reuse_days) if settings.reuse_days else None
+        quick = Researcher(model, toolbox, compressor, limits(settings), earlier=earlier)
+        deep = DeepResearch(
+            model, toolbox, compressor, limits(settings), deep_limits(settings), earlier=earlier
+        )
         followup = FollowUpEngine(model, toolbox, compressor, followup_limits(settings), store)
         step = IdentityStep(model, toolbox, limits(settings), fast_model=model.fast_model)
         engine = Identifying(

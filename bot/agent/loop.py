@@ -19,6 +19,7 @@ from bot.agent.calls import Limits, model_call
 from bot.agent.compress import Compressor, compact_if_full
 from bot.agent.control import Control
 from bot.agent.cost import CostLimit
+from bot.agent.earlier import EarlierReports, start_from_earlier
 from bot.agent.events import (
     Event,
     Notice,
@@ -45,9 +46,17 @@ class Researcher:
     """The research agent: the `Engine` the runs service drives."""
 
     def __init__(
-        self, model: ModelPort, toolbox: Toolbox, compressor: Compressor, limits: Limits
+        self,
+        model: ModelPort,
+        toolbox: Toolbox,
+        compressor: Compressor,
+        limits: Limits,
+        *,
+        earlier: EarlierReports | None = None,
     ) -> None:
+        """`earlier`: the workspace's recent reports, a run on the same company starts from."""
         self._model = model
+        self._earlier = earlier
         self._toolbox = toolbox
         self._compressor = compressor
         self._limits = limits
@@ -111,6 +120,7 @@ class Researcher:
         run.tools = self._toolbox.schemas(request.origin.scope)
         emit(RunStarted(topic=request.topic, mode=request.mode.value))
         try:
+            await start_from_earlier(run, self._earlier)
             text = await self._turns(run, control)
         except Stop as stop:
             await self._writeup.end(run, control, stop)

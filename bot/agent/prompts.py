@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bot.agent.brief import SECTIONS, Brief
+from bot.agent.fence import fence
 from bot.agent.language import DEFAULT, frame
 from bot.domain import Mode
 
@@ -113,4 +114,18 @@ def continue_after_max_tokens() -> str:
         "continue it from the exact point where it stopped: do not start again or repeat "
         "anything, your replies are joined. If you were calling tools, call them again, fewer "
         "at a time."
+    )
+
+
+EARLIER_CHARS = 30_000
+"""Of an earlier report a run starts from, what the model is shown."""
+
+
+def earlier_findings(topic: str, day: str, markdown: str) -> str:
+    """What a run that starts from its workspace's recent report on the same company is told,
+    after its task: that report, fenced as earlier findings, its [n] the sources it can cite."""
+    return (
+        f"Earlier findings: this team researched {topic} on {day}. Start from that report; check "
+        "what may have changed, fill its gaps, and cite its sources by the numbers it uses (they "
+        "are yours too).\n" + fence(markdown[:EARLIER_CHARS])
     )

@@ -42,6 +42,7 @@ from bot.agent.deep.researcher import DeepResearcher, evidence_finding
 from bot.agent.deep.schema import Plan, SubQuestion
 from bot.agent.deep.session import DeepLimits, Session
 from bot.agent.deep.supervisor import Supervisor
+from bot.agent.earlier import EarlierReports, start_from_earlier
 from bot.agent.events import (
     CoverageChecked,
     Event,
@@ -75,8 +76,11 @@ class DeepResearch:
         compressor: Compressor,
         limits: Limits,
         deep: DeepLimits,
+        *,
+        earlier: EarlierReports | None = None,
     ) -> None:
         self._model = model
+        self._earlier = earlier
         self._toolbox = toolbox
         self._compressor = compressor
         self._limits = limits
@@ -147,6 +151,7 @@ class DeepResearch:
         pages = SharedPages(self._toolbox)
         try:
             async with session.watching(main):
+                await start_from_earlier(main, self._earlier)  # the planner starts from it
                 questions, turns = await self._plan(session, main)
                 await self._round(session, main, pages, questions, turns, round=1)
                 coverage = await self._supervisor.check(session, main, may_ask=True)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
 
-from bot.agent.events import Ending, Event, ToolFinished
+from bot.agent.events import Ending, Event, Notice, ToolFinished
 from bot.agent.trajectory import trajectory
 from bot.compose import Services, open_services
 from bot.config import Settings
@@ -83,12 +84,27 @@ async def _world(
         yield services, model
 
 
-async def _run(world: Services, origin: Origin) -> tuple[str, list[Event]]:
+async def _run(
+    world: Services, origin: Origin, topic: str = "Acme Robotics"
+) -> tuple[str, list[Event]]:
     recorder = Recorder()
-    record = await world.runs.submit(Request(topic="Acme Robotics", origin=origin), recorder)
+    record = await world.runs.submit(Request(topic=topic, origin=origin), recorder)
     await asyncio.wait_for(recorder.finished.wait(), 30)
     assert recorder.outcome.ending is Ending.COMPLETED
     return record.run_id, await world.store.events(record.run_id)
+
+
+def _notices(events: list[Event]) -> list[str]:
+    return [e.message for e in events if isinstance(e, Notice)]
+
+
+def _first_turns(api: FakeAnthropic) -> list[str]:
+    """The first message of each research run's first request, in order."""
+    return [
+        _text(body["messages"][0])
+        for body in api.requests
+        if body["model"] != FAST_MODEL and len(body["messages"]) == 1
+    ]
 
 
 def _read(events: list[Event]) -> ToolFinished:
@@ -117,21 +133,46 @@ async def test_a_page_read_in_the_workspace_is_given_again_marked_and_condensed_
     assert SUMMARY in given.content and given.sources[0].url == fetched.sources[0].url
     [call] = trajectory(second_id, second)["turns"][0]["tool_calls"]
     assert call["reused"] is True
-    # Another workspace never gets it: it reads and condenses the page itself.
+    # The second run starts from the first one's report, fenced after its task, and says so.
+    day = datetime.now(UTC).date().isoformat()
+    assert _notices(first) == [] and _notices(second) == [
+        f"This workspace researched Acme Robotics on {day} (run {first_id}): this run starts "
+        "from that report."
+    ]
+    opening = _first_turns(anthropic_api)
+    assert "Earlier findings" not in opening[0]
+    assert "Earlier findings: this team researched Acme Robotics" in opening[1]
+    assert "<web_content>" in opening[1] and "## Customers and market" in opening[1]
+    # Another workspace never gets it: no earlier report, and it reads and condenses the page.
+    assert _notices(elsewhere) == [] and "Earlier findings" not in opening[2]
     assert not _read(elsewhere).reused
     assert (_fetches(web)(), model.condensing) == (2, 2)
+
+
+async def test_a_private_conversations_report_is_started_from_only_in_it(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> None:
+    private = T1.model_copy(update={"channel": "G1", "private": True})
+    async with _world(tmp_path, anthropic_api, tavily, web) as (world, _):
+        await _run(world, private)
+        _, public = await _run(world, T1)
+        _, same = await _run(world, private, " acme ROBOTICS")  # the same name
+
+    assert _notices(public) == [] and not _read(public).reused
+    assert len(_notices(same)) == 1 and _read(same).reused
 
 
 async def test_reuse_days_zero_turns_it_off(
     tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
 ) -> None:
-    async with _world(
-        tmp_path, anthropic_api, tavily, web, RESEARCH_BOT_REUSE_DAYS="0"
-    ) as (world, model):
+    async with _world(tmp_path, anthropic_api, tavily, web, RESEARCH_BOT_REUSE_DAYS="0") as (
+        world,
+        model,
+    ):
         await _run(world, T1)
         _, again = await _run(world, T1)
 
-    assert not _read(again).reused
+    assert not _read(again).reused and _notices(again) == []
     assert _fetches(web)() == 2 and model.condensing == 2
 
 
