@@ -88,6 +88,14 @@ async def _report(body: dict[str, Any]) -> Any:
     return reply_text(REPORT)
 
 
+def _apart(n: int) -> dict[str, str]:
+    """A person, a workspace and a channel for run `n`: Slack's budgets (chat.update per
+    workspace, a post a second per channel), split between the replicas, would otherwise pace
+    the runs' messages for seconds (bench/replicas.py measures that pacing); the queue the
+    replicas share is one line whatever the workspace."""
+    return {"user": f"U{n}", "team": f"T{n}", "channel": f"C{n}"}
+
+
 @pytest.mark.timeout(150)
 async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run(
     cli: Cli, slack: FakeSlack, anthropic_api: FakeAnthropic, pg_url: str
@@ -95,16 +103,8 @@ async def test_a_burst_over_three_replicas_is_claimed_and_delivered_once_per_run
     anthropic_api.responder = _report
     runs = 9
     async with replicas(cli, 3, SECRET) as three:
-        # A workspace and a channel each: Slack's budgets (chat.update per workspace, a post a
-        # second per channel), split between the replicas, would otherwise pace the burst
-        # (bench/replicas.py measures that pacing).
         answers = await asyncio.gather(
-            *(
-                three[n % 3].sender.command(
-                    f"Company {n}", user=f"U{n}", team=f"T{n}", channel=f"C{n}"
-                )
-                for n in range(runs)
-            )
+            *(three[n % 3].sender.command(f"Company {n}", **_apart(n)) for n in range(runs))
         )
         assert all(status == 200 for status, _ in answers)
 
@@ -296,7 +296,7 @@ async def test_a_replica_started_during_a_burst_takes_its_share_of_the_queue(
     runs = 6
     async with replicas(one_slot, 2, SECRET) as running:
         answers = await asyncio.gather(
-            *(running[n % 2].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
+            *(running[n % 2].sender.command(f"Company {n}", **_apart(n)) for n in range(runs))
         )
         assert all(status == 200 for status, _ in answers)
 
@@ -351,7 +351,7 @@ async def test_the_database_restarted_under_load_loses_no_run(
     ]
     async with replicas(cli, 2, SECRET) as two:
         answers = await asyncio.gather(
-            *(two[n % 2].sender.command(f"Company {n}", user=f"U{n}") for n in range(runs))
+            *(two[n % 2].sender.command(f"Company {n}", **_apart(n)) for n in range(runs))
         )
         assert all(status == 200 for status, _ in answers)
         await anthropic_api.wait_for_requests(runs)  # all of them in flight, on the model
@@ -371,7 +371,7 @@ async def test_the_database_restarted_under_load_loses_no_run(
         # Both still take commands: one more on each, one of them queued for a free slot
         # (four slots, five runs), all of them answered once the model is.
         for n, replica in enumerate(two, start=runs):
-            status, _ = await replica.sender.command(f"Company {n}", user=f"U{n}")
+            status, _ = await replica.sender.command(f"Company {n}", **_apart(n))
             assert status == 200
         release.set()
 
