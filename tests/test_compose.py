@@ -11,10 +11,16 @@ import pytest
 import yaml
 from sqlalchemy import make_url
 
+from bot.adapters.mcp.settings import McpServeSettings
 from bot.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-SETTING_NAMES = {field.alias for field in Settings.model_fields.values() if field.alias}
+SETTING_NAMES = {
+    field.alias
+    for model in (Settings, McpServeSettings)  # the MCP server's own, read where it serves
+    for field in model.model_fields.values()
+    if field.alias
+}
 
 
 def interpolated(value: str, env: dict[str, str]) -> str:
