@@ -129,6 +129,10 @@ class McpRuns:
 
     async def list_runs(self, caller: Caller, limit: int) -> RunList:
         limit = max(1, min(limit, MAX_LIST))
+        return RunList(runs=[_summary(run) for run in await self.newest(caller, limit)])
+
+    async def newest(self, caller: Caller, limit: int) -> list[RunRecord]:
+        """The caller's `limit` newest visible runs, newest first."""
         found: list[RunRecord] = []
         for platform in caller.places():
             found += await self._store.list_runs(
@@ -140,7 +144,7 @@ class McpRuns:
         visible = sorted(
             (run for run in found if caller.sees(run)), key=lambda r: r.created_at, reverse=True
         )
-        return RunList(runs=[_summary(run) for run in visible[:limit]])
+        return visible[:limit]
 
     async def search(self, caller: Caller, query: str, limit: int) -> Hits:
         limit = max(1, min(limit, MAX_LIST))

@@ -17,6 +17,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from bot.adapters.mcp.callers import Caller
+from bot.adapters.mcp.listing import REPORT_URI, serve_listing
 from bot.adapters.mcp.live import LiveRun
 from bot.adapters.mcp.models import Answer, Hits, ReportText, RunList, RunState
 from bot.adapters.mcp.runs import McpRuns
@@ -67,6 +68,7 @@ def build_server(service: McpRuns, caller_of: CallerOf, *, wait_s: float) -> MCP
     _run_tools(server, service, caller_of, wait_s)
     _research_tool(server, service, caller_of, wait_s)
     _read_tools(server, service, caller_of, wait_s)
+    serve_listing(server, service, caller_of)
     return server
 
 
@@ -140,7 +142,7 @@ def _read_tools(server: MCPServer, service: McpRuns, caller_of: CallerOf, wait_s
         answer = await _guarded(service.ask(caller_of(ctx), run_id, question, wait_s))
         return _result(answer, answer.answer or answer.error or answer.status)
 
-    @server.resource("research-bot://runs/{run_id}/report", mime_type="text/markdown")
+    @server.resource(REPORT_URI, mime_type="text/markdown")
     async def run_report(run_id: str, ctx: Context) -> str:
         """A stored run's report, in Markdown."""
         try:

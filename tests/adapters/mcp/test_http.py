@@ -23,7 +23,7 @@ from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.errors import ConfigError
 from tests.conftest import world_env
-from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
+from tests.fakes.anthropic_api import FakeAnthropic, reply, reply_text, reply_tools, tool_use
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
 from tests.process import eventually
@@ -35,12 +35,20 @@ TOKEN_B = "token-of-workspace-b-9876543210"
 
 @pytest.fixture
 async def served(
-    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    anthropic_api: FakeAnthropic,
+    tavily: FakeTavily,
+    web: FakeWeb,
 ) -> AsyncIterator[tuple[str, Services]]:
+    """The server on a free port; a test parametrizes it indirectly with RESEARCH_BOT_MCP_WAIT_S."""
     env = world_env(tmp_path, anthropic_api, tavily, web)
     settings = Settings.from_mapping(env)
     tokens_json = json.dumps({TOKEN_A: "T0AAA", TOKEN_B: "acme-agents"})
-    mcp = load_mcp_settings({"RESEARCH_BOT_MCP_TOKENS": tokens_json})
+    wait_s = getattr(request, "param", "120")
+    mcp = load_mcp_settings(
+        {"RESEARCH_BOT_MCP_TOKENS": tokens_json, "RESEARCH_BOT_MCP_WAIT_S": wait_s}
+    )
     async with open_services(settings) as services:
         service = McpRuns(services.store, services.runs, services.followups)
         tokens = Tokens.parse(mcp.tokens)
@@ -84,9 +92,17 @@ async def test_research_waits_for_the_report_with_a_progress_notification_per_st
 
     async with client(url, TOKEN_A) as mcp:
         result = await mcp.call_tool("research", {"topic": "Acme Robotics"}, None, progress)
+        run_id = result.structured_content["run_id"]
         listed = await mcp.call_tool("list_runs", {})
-        report = await mcp.call_tool(
-            "get_report", {"run_id": result.structured_content["run_id"], "format": "html"}
+        report = await mcp.call_tool("get_report", {"run_id": run_id, "format": "html"})
+        resources = await mcp.list_resources()
+        uri = f"research-bot://runs/{run_id}/report"
+        read = await mcp.read_resource(uri)
+        anthropic_api.script(
+            reply([tool_use("answer", {"answer": "They build robots [1]."})], "tool_use")
+        )
+        followup = await mcp.call_tool(
+            "ask_followup", {"run_id": run_id, "question": "What do they make?"}
         )
 
     assert not result.is_error, result.content
@@ -98,6 +114,12 @@ async def test_research_waits_for_the_report_with_a_progress_notification_per_st
     assert report.structured_content["format"] == "html" and "<html" in report.content[0].text
     stored = await services.store.get_run(state["run_id"])
     assert (stored.origin.platform, stored.origin.workspace) == ("mcp", "T0AAA")
+    assert [str(r.uri) for r in resources.resources] == [uri]
+    assert resources.resources[0].mime_type == "text/markdown"
+    assert "## TL;DR" in read.contents[0].text
+    answer = followup.structured_content
+    assert not followup.is_error and answer["asked_about"] == run_id, followup.content
+    assert answer["status"] == "done" and "They build robots" in answer["answer"]
 
 
 async def test_a_cancelled_call_summarizes_the_run_and_get_report_gives_it(
@@ -187,3 +209,63 @@ def test_without_tokens_only_a_loopback_address_is_served() -> None:
     check_exposure(Tokens({TOKEN_A: "T0AAA"}), "0.0.0.0")
     with pytest.raises(ConfigError, match="without RESEARCH_BOT_MCP_TOKENS"):
         check_exposure(Tokens({}), "0.0.0.0")
+
+
+@pytest.mark.parametrize("served", ["0.2"], indirect=True)
+async def test_a_call_past_the_wait_answers_with_the_id_and_summarize_now_writes_it_up(
+    served: tuple[str, Services], anthropic_api: FakeAnthropic
+) -> None:
+    url, _ = served
+    anthropic_api.script(
+        reply_tools([("web_search", {"query": "acme"})]),
+        reply_text("never delivered"),
+        reply_text(REPORT),
+    )
+    first = anthropic_api.hold()  # the run cannot end before the 0.2 s wait does
+    async with client(url, TOKEN_A) as mcp:
+        waited = await mcp.call_tool("research", {"topic": "Acme"})
+        run_id = waited.structured_content["run_id"]
+        first.set()
+        second = anthropic_api.hold()
+        await anthropic_api.wait_for_requests(2)
+        summarized = await mcp.call_tool("summarize_now", {"run_id": run_id})
+        await anthropic_api.wait_for_cancelled(1)
+        second.set()
+
+        async def reported() -> bool:
+            state = await mcp.call_tool("research_status", {"run_id": run_id})
+            return state.structured_content["status"] == "done"
+
+        await eventually(reported)
+        report = await mcp.call_tool("get_report", {"run_id": run_id})
+        again = await mcp.call_tool("summarize_now", {"run_id": run_id})
+
+    assert not waited.is_error and waited.structured_content["status"] in ("queued", "running")
+    assert "Still researching after 0.2 s" in waited.content[0].text
+    assert not summarized.is_error and summarized.content[0].text.startswith("Summarizing")
+    assert report.structured_content["ending"] == "forced_synthesized"
+    assert again.is_error and again.content[0].text.endswith(
+        f"Run {run_id} has already ended (done)."
+    )
+
+
+async def test_cancel_research_ends_a_running_run_without_a_report(
+    served: tuple[str, Services], anthropic_api: FakeAnthropic
+) -> None:
+    url, _ = served
+    anthropic_api.hold()
+    async with client(url, TOKEN_A) as mcp:
+        started = await mcp.call_tool("start_research", {"topic": "Acme"})
+        run_id = started.structured_content["run_id"]
+        await anthropic_api.wait_for_requests(1)
+        cancelled = await mcp.call_tool("cancel_research", {"run_id": run_id})
+
+        async def ended() -> bool:
+            state = await mcp.call_tool("research_status", {"run_id": run_id})
+            return state.structured_content["status"] == "cancelled"
+
+        await eventually(ended)
+        report = await mcp.call_tool("get_report", {"run_id": run_id})
+
+    assert not cancelled.is_error and cancelled.content[0].text.startswith("Cancelling")
+    assert report.is_error and f"Run {run_id} ended without a report" in report.content[0].text
