@@ -1,0 +1,1 @@
+"""Watches: research that comes back on its own each period (docs/watches.md)."""
