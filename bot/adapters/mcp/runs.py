@@ -61,6 +61,11 @@ class McpRuns:
         return await self.state(record), live
 
     async def status(self, caller: Caller, run_id: str) -> RunState:
+        live = self._live.get(run_id)
+        if live is not None and live.record is not None and not live.finished.is_set():
+            # From memory: during a burst the store's one connection is busy with the runs'
+            # own writes, and a status read would wait behind them.
+            return await self.state(caller.check(live.record))
         return await self.state(await self._visible(caller, run_id))
 
     async def control(self, caller: Caller, run_id: str, action: str) -> RunState:
