@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy import Text as SQLText
 
-from bot.store.search_index import create_search_index, search_index_added
+from bot.store.search_index import create_search_index, scope_search_index, search_index_added
 
 METADATA = MetaData()
 
@@ -267,6 +267,7 @@ STEPS: tuple[Step, ...] = (
     _identities,
     _search,
     _pages,
+    scope_search_index,
 )
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change

@@ -10,15 +10,16 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Connection, Float, Integer, Row, Select, func, select, text
+from sqlalchemy import Connection, Float, Integer, Row, Select, select, text
 from sqlalchemy import Text as SQLText
 
 from bot.agent.report.markdown import parse, text_of
 from bot.domain import strip_controls
 from bot.errors import RequestError
 from bot.store.connection import Database
-from bot.store.rows import NEWEST_FIRST, scope, visible_from
+from bot.store.rows import scope, visible_from
 from bot.store.schema import REPORT_VERSIONS, REPORTS, RUNS
+from bot.store.search_index import SEPARATOR
 
 MAX_QUERY_CHARS = 400
 MAX_WORDS = 32
@@ -29,11 +30,22 @@ SNIPPET_CHARS = 200
 _WORD = re.compile(r"[^\W_]+")
 """A word as both indexes cut them: letters and digits; anything else separates words."""
 
-_SQLITE_MATCHED = """
-    SELECT k.run_id AS run_id, k.version AS version, -bm25(report_search) AS rank
-    FROM report_search JOIN report_search_keys k ON k.id = report_search.rowid
-    WHERE report_search MATCH :match
+RANKED = 2_000
+"""Of the texts a search finds in its scope, the newest this many are ranked (all of them when
+they are fewer): scoring every match of a word in a third of 100,000 reports costs hundreds of
+milliseconds, and the best of a broad search's newest texts is what a person looks for."""
+
+_SQLITE_BEST = """
+    SELECT k.run_id AS run_id, k.version AS version, -newest.rank AS rank
+    FROM (
+        SELECT rowid, bm25(report_search, 1.0, 0.0) AS rank FROM report_search
+        WHERE report_search MATCH :match ORDER BY rowid DESC LIMIT :ranked
+    ) AS newest JOIN report_search_keys k ON k.id = newest.rowid
+    ORDER BY newest.rank LIMIT :n
 """
+"""The best `n` of the newest matching texts (the last indexed), (run_id, version, rank), higher
+rank better: bm25 over the text only, not its scope tokens, negated (FTS5 gives the best the
+lowest). The scope is in the MATCH, so FTS5 reads only texts the viewer may see."""
 _POSTGRES_MATCHED = """
     SELECT run_id, 1 AS version, ts_rank(search, q, 1) AS rank
     FROM reports, plainto_tsquery('simple', :match) AS q WHERE search @@ q
@@ -41,9 +53,8 @@ _POSTGRES_MATCHED = """
     SELECT run_id, version, ts_rank(search, q, 1) AS rank
     FROM report_versions, plainto_tsquery('simple', :match) AS q WHERE search @@ q
 """
-"""Each engine's matching texts, (run_id, version, rank), higher rank better: bm25 on SQLite
-(negated: FTS5 gives the best the lowest), ts_rank on PostgreSQL (divided by the log of the
-text's length, as bm25 weighs long texts down)."""
+"""Every matching text on PostgreSQL, (run_id, version, rank): ts_rank divided by the log of the
+text's length, as bm25 weighs long texts down. The workspace and privacy rule are joined to it."""
 
 
 class ReportHit(BaseModel):
@@ -100,56 +111,75 @@ class SearchQueries:
         limit = max(1, min(limit, MAX_LIMIT))
 
         def work(conn: Connection) -> list[ReportHit]:
-            rows = conn.execute(_query(conn, wanted, platform, workspace, viewer_channel, limit))
-            return [_hit(conn, row, wanted) for row in rows.all()]
+            best = _best(conn, wanted, platform, workspace, viewer_channel, limit)
+            return [_hit(conn, run, version, rank, wanted) for run, version, rank in best]
 
         return await self._db.read(work)
 
 
-def _query(
+def _best(
+    conn: Connection, wanted: list[str], platform: str, workspace: str, viewer: str | None, n: int
+) -> list[tuple[Row[Any], int, float]]:
+    """The best `n` runs (each with its best text) of what the engine ranks best first: a few
+    more texts than `n` asked for, more when versions of one run or ties at the cut take them."""
+    fetch = 2 * n + 8
+    while True:
+        found = conn.execute(_texts(conn, wanted, platform, workspace, viewer, fetch)).all()
+        best: dict[str, Row[Any]] = {}
+        for row in sorted(found, key=lambda r: (r.rank, r.version), reverse=True):
+            best.setdefault(row.run_id, row)
+        ranked = sorted(
+            best.values(), key=lambda r: (r.rank, r.created_at, r.created_seq), reverse=True
+        )[:n]
+        # Final when nothing unread can come before the last kept: every unread text ranks at
+        # most as high as the lowest read.
+        if len(found) < fetch or (len(ranked) == n and ranked[-1].rank > found[-1].rank):
+            return [(row, row.version, row.rank) for row in ranked]
+        fetch *= 4
+
+
+def _texts(
     conn: Connection, wanted: list[str], platform: str, workspace: str, viewer: str | None, n: int
 ) -> Select[Any]:
+    """The best `n` texts of the workspace that the viewer may see, best first, with their runs.
+    The rule is applied from `runs` as it is now (on SQLite the index's copy of each text's scope
+    also narrows what FTS5 reads, but never decides alone who sees a text)."""
     if conn.dialect.name == "sqlite":
         # Each word quoted: FTS5 reads a bare `OR`, `NEAR(`, `-` or `col:` as its own syntax.
-        sql, match = _SQLITE_MATCHED, " ".join(f'"{word}"' for word in wanted)
+        words = " ".join(f'"{word}"' for word in wanted)
+        names = SEPARATOR.join([platform, workspace])
+        seen = f'"a{names.encode().hex()}"'
+        if viewer is not None:
+            channel = SEPARATOR.join([names, viewer]).encode().hex()
+            seen = f'("p{names.encode().hex()}" OR "c{channel}")'
+        match = f"markdown : ({words}) AND scope : {seen}"
+        sql = text(_SQLITE_BEST).bindparams(match=match, ranked=RANKED, n=n)
     else:
-        sql, match = _POSTGRES_MATCHED, " ".join(wanted)
-    matched = (
-        text(sql)
-        .bindparams(match=match)
-        .columns(run_id=SQLText, version=Integer, rank=Float)
-        .subquery("matched")
-    )
-    best_first = func.row_number().over(
-        partition_by=matched.c.run_id, order_by=(matched.c.rank.desc(), matched.c.version.desc())
-    )
-    best = (
-        select(matched.c.run_id, matched.c.version, matched.c.rank, best_first.label("n"))
-        .join_from(matched, RUNS, RUNS.c.run_id == matched.c.run_id)
-        .where(*scope(platform, workspace), *visible_from(viewer))
-        .subquery("best")
-    )
+        sql = text(_POSTGRES_MATCHED).bindparams(match=" ".join(wanted))
+    texts = sql.columns(run_id=SQLText, version=Integer, rank=Float).subquery("texts")
     return (
-        select(RUNS, best.c.version, best.c.rank)
-        .join_from(best, RUNS, RUNS.c.run_id == best.c.run_id)
-        .where(best.c.n == 1)
-        .order_by(best.c.rank.desc(), *NEWEST_FIRST)
+        select(RUNS, texts.c.version, texts.c.rank)
+        .join_from(texts, RUNS, RUNS.c.run_id == texts.c.run_id)
+        .where(*scope(platform, workspace), *visible_from(viewer))
+        .order_by(texts.c.rank.desc())
         .limit(n)
     )
 
 
-def _hit(conn: Connection, row: Row[Any], wanted: list[str]) -> ReportHit:
-    data = row._mapping
-    if data["version"] == 1:
-        source = select(REPORTS.c.markdown).where(REPORTS.c.run_id == data["run_id"])
+def _hit(
+    conn: Connection, run: Row[Any], version: int, rank: float, wanted: list[str]
+) -> ReportHit:
+    data = run._mapping
+    if version == 1:
+        source = select(REPORTS.c.markdown).where(REPORTS.c.run_id == run.run_id)
     else:
         versions = REPORT_VERSIONS.c
         source = select(versions.markdown).where(
-            versions.run_id == data["run_id"], versions.version == data["version"]
+            versions.run_id == run.run_id, versions.version == version
         )
     markdown = str(conn.execute(source).scalar_one())
     return ReportHit.model_validate(
-        {**data, "snippet": snippet(markdown, wanted), "rank": float(data["rank"])}
+        {**data, "version": version, "snippet": snippet(markdown, wanted), "rank": float(rank)}
     )
 
 

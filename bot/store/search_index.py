@@ -5,8 +5,10 @@ columns), so no write path of the store can forget it.
 
 SQLite: one FTS5 index whose text lives where it already is (external content, read through a
 view), keyed by `report_search_keys`, whose INTEGER PRIMARY KEY survives VACUUM (the rowid of a
-table keyed by text does not). PostgreSQL: a generated `tsvector` column on each table with a
-GIN index beside it.
+table keyed by text does not). Beside each text the index holds its scope as three tokens (its
+workspace, its conversation, and public or not, each the hex of those names), so a search's
+workspace and privacy rule are part of its MATCH and FTS5 can rank and cut to the best few
+itself. PostgreSQL: a generated `tsvector` column on each table with a GIN index beside it.
 
 Both engines index words as written, lowercased, neither stemmed nor stripped of stop words or
 accents: reports are in whatever language their asker writes, and a stemmer for one language
@@ -25,42 +27,74 @@ fail its write), and a report is far shorter than this."""
 _TEXTS = {"reports": "1", "report_versions": "new.version"}
 """Each table of texts, and the version number its rows are (the run's own report is 1)."""
 
+SEPARATOR = "\x1f"
+"""Between the names a scope token is the hex of (no platform, workspace or channel has one)."""
+_NAMES = "r.platform || char(31) || r.workspace"
+SCOPE_OF_RUN = (
+    f"'a' || hex({_NAMES}) || ' c' || hex({_NAMES} || char(31) || r.channel)"
+    f" || CASE WHEN r.private THEN ' x' ELSE ' p' END || hex({_NAMES})"
+)
+"""A run `r`'s scope tokens: `a<workspace>`, `c<workspace and channel>`, and `p<workspace>` when
+it is public (`x…` when not, so every text has as many scope tokens: bm25 weighs length)."""
+_SCOPE = f"coalesce((SELECT {SCOPE_OF_RUN} FROM runs r WHERE r.run_id = {{row}}.run_id), '')"
+
 _SQLITE = [
     """CREATE TABLE report_search_keys (
         id INTEGER PRIMARY KEY,
         run_id TEXT NOT NULL,
         version INTEGER NOT NULL,
+        scope TEXT NOT NULL,
         UNIQUE (run_id, version)
     )""",
     """CREATE VIEW report_search_text AS
-        SELECT k.id AS id, coalesce(v.markdown, r.markdown) AS markdown
+        SELECT k.id AS id, coalesce(v.markdown, r.markdown) AS markdown, k.scope AS scope
         FROM report_search_keys k
         LEFT JOIN reports r ON k.version = 1 AND r.run_id = k.run_id
         LEFT JOIN report_versions v ON k.version > 1 AND v.run_id = k.run_id
             AND v.version = k.version""",
     """CREATE VIRTUAL TABLE report_search USING fts5(
-        markdown, content='report_search_text', content_rowid='id',
+        markdown, scope, content='report_search_text', content_rowid='id',
         tokenize='unicode61 remove_diacritics 0'
     )""",
-    "INSERT INTO report_search_keys (run_id, version) SELECT run_id, 1 FROM reports",
-    "INSERT INTO report_search_keys (run_id, version) SELECT run_id, version FROM report_versions",
+    "INSERT INTO report_search_keys (run_id, version, scope) "
+    f"SELECT run_id, 1, {_SCOPE.format(row='reports')} FROM reports",
+    "INSERT INTO report_search_keys (run_id, version, scope) "
+    f"SELECT run_id, version, {_SCOPE.format(row='report_versions')} FROM report_versions",
     "INSERT INTO report_search (report_search) VALUES ('rebuild')",
+    # A run moved to another conversation, or made public: its texts' scope follows.
+    f"""CREATE TRIGGER runs_search_scope AFTER UPDATE OF platform, workspace, channel, private
+        ON runs BEGIN
+            INSERT INTO report_search (report_search, rowid, markdown, scope)
+                SELECT 'delete', id, markdown, scope FROM report_search_text
+                WHERE id IN (SELECT id FROM report_search_keys WHERE run_id = new.run_id);
+            UPDATE report_search_keys SET scope = {_SCOPE.format(row="new")}
+                WHERE run_id = new.run_id;
+            INSERT INTO report_search (rowid, markdown, scope)
+                SELECT id, markdown, scope FROM report_search_text
+                WHERE id IN (SELECT id FROM report_search_keys WHERE run_id = new.run_id);
+        END""",
 ]
+_REBUILT = ["TRIGGER runs_search_scope", "TABLE report_search", "VIEW report_search_text"]
+"""What `scope_search_index` drops (with the texts' triggers and the keys) to build it anew."""
 
 
 def _sqlite_triggers(table: str, version: str) -> list[str]:
     """A row added, removed or rewritten in `table` is added, removed or rewritten in the index."""
     old_version = version.replace("new.", "old.")
-    key = "SELECT id FROM report_search_keys WHERE run_id = {row}.run_id AND version = {v}"
+    key = "SELECT id, scope FROM report_search_keys WHERE run_id = {row}.run_id AND version = {v}"
     old_key, new_key = key.format(row="old", v=old_version), key.format(row="new", v=version)
     forget = (
-        "INSERT INTO report_search (report_search, rowid, markdown) "
-        f"SELECT 'delete', id, old.markdown FROM ({old_key});"
+        "INSERT INTO report_search (report_search, rowid, markdown, scope) "
+        f"SELECT 'delete', id, old.markdown, scope FROM ({old_key});"
     )
-    index = f"INSERT INTO report_search (rowid, markdown) SELECT id, new.markdown FROM ({new_key});"
+    index = (
+        "INSERT INTO report_search (rowid, markdown, scope) "
+        f"SELECT id, new.markdown, scope FROM ({new_key});"
+    )
     return [
         f"""CREATE TRIGGER {table}_search_added AFTER INSERT ON {table} BEGIN
-            INSERT INTO report_search_keys (run_id, version) VALUES (new.run_id, {version});
+            INSERT INTO report_search_keys (run_id, version, scope)
+                VALUES (new.run_id, {version}, {_SCOPE.format(row="new")});
             {index}
         END""",
         f"""CREATE TRIGGER {table}_search_removed AFTER DELETE ON {table} BEGIN
@@ -101,3 +135,18 @@ def create_search_index(conn: Connection) -> None:
         statements = [sql for table in _TEXTS for sql in _postgres(table)]
     for statement in statements:
         conn.exec_driver_sql(statement)
+
+
+def scope_search_index(conn: Connection) -> None:
+    """13: on SQLite, the index built anew with each text's scope in it (see above), unless it
+    has it already (a database made whole from `METADATA`, or by step 11 of this release)."""
+    if conn.dialect.name != "sqlite":
+        return
+    if "scope" in {column["name"] for column in inspect(conn).get_columns("report_search_keys")}:
+        return
+    for table in _TEXTS:
+        for change in ("added", "removed", "changed"):
+            conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {table}_search_{change}")
+    for kind_and_name in [*_REBUILT, "TABLE report_search_keys"]:
+        conn.exec_driver_sql(f"DROP {kind_and_name.replace(' ', ' IF EXISTS ', 1)}")
+    create_search_index(conn)
