@@ -48,9 +48,12 @@ from bot.store.schema import DEDUPE, EVENTS, REPORTS, RUNS
 from bot.store.search import SearchQueries
 from bot.store.shared import SharedQueries
 from bot.store.tallies import count_event
+from bot.store.watches import WatchQueries
 
 
-class Store(HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries, SearchQueries):
+class Store(
+    HistoryQueries, FollowUpQueries, SharedQueries, IdentityQueries, SearchQueries, WatchQueries
+):
     """The runs database: reads, and short write transactions each run whole."""
 
     def __init__(self, db: Database, clock: Clock) -> None:

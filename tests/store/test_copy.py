@@ -162,6 +162,7 @@ async def test_a_whole_history_arrives_in_a_new_database_and_reads_the_same(
         "events": 14,
         "report_versions": 1,
         "reports": 1,
+        "watches": 0,
     }
     assert by_table(counts) == {name: (len(rows), 0) for name, rows in source.items()}
     # Every table of the schema but the replicas' own, parents before children, each heard.
