@@ -169,12 +169,15 @@ class Settings(BaseSettings):
     daily_budget_usd: float | None = Field(
         default=None, gt=0, alias="RESEARCH_BOT_DAILY_BUDGET_USD"
     )
-    """Spend per workspace (Slack team, Discord guild, the terminal) per UTC day: once the runs
-    started today reach it, new runs are refused until midnight UTC. Unset: no budget."""
+    """Spend per workspace per UTC day: past it, new runs are refused until midnight UTC."""
     user_runs_per_hour: int = Field(
         default=10, ge=0, le=10_000, alias="RESEARCH_BOT_USER_RUNS_PER_HOUR"
     )
     """Runs one person (in Slack or Discord) may start in any hour; 0: no limit."""
+    watch_tick_s: float = Field(default=60, gt=0, le=3_600, alias="RESEARCH_BOT_WATCH_TICK_S")
+    """How often `serve` looks for due watches and starts their runs."""
+    max_watches: int = Field(default=20, ge=0, le=10_000, alias="RESEARCH_BOT_MAX_WATCHES")
+    """Watches one workspace (Slack team, Discord guild, the terminal) may keep."""
 
     fetch_allow_hosts: Annotated[list[str], NoDecode] = Field(
         default_factory=list, alias="RESEARCH_BOT_FETCH_ALLOW_HOSTS"

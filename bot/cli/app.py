@@ -14,6 +14,7 @@ import typer
 
 from bot.cli import ask, db, history, reports, research, search, serve
 from bot.cli.mcp import mcp_app
+from bot.cli.watch import watch_app
 from bot.memory import tune_malloc
 
 
@@ -44,6 +45,7 @@ _add(discord_app, serve.discord_sync, "sync")
 app.add_typer(discord_app, name="discord")
 app.add_typer(db.db_app, name="db")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(watch_app, name="watch")
 
 
 def main() -> None:

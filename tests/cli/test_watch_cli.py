@@ -1,0 +1,72 @@
+"""`research-bot watch` in the terminal: a watch added, listed (text and JSON), paused, resumed
+and ended, and input it refuses in one line. Run in this process with the CLI library's runner;
+no model or search key is needed to keep watches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from bot.cli.app import app
+
+
+def test_a_watch_is_added_listed_paused_resumed_and_ended(tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = {"RESEARCH_BOT_DB": str(tmp_path / "runs.sqlite3"), "ANTHROPIC_API_KEY": ""}
+
+    def run(*args: str) -> tuple[int, str, str]:
+        result = runner.invoke(app, ["watch", *args], env=env)
+        return result.exit_code, result.stdout, result.stderr
+
+    added = run("add", "Acme Robotics", "--every", "weekly", "--deep")
+    assert added[0] == 0
+    watch_id = added[1].split()[1].rstrip(":")
+    assert "Acme Robotics, weekly, deep; next" in added[1]
+
+    code, listed, _ = run("list", "--json")
+    [row] = json.loads(listed)
+    assert code == 0
+    assert set(row) == {
+        "id",
+        "topic",
+        "channel",
+        "cadence",
+        "status",
+        "paused_reason",
+        "next_run_at",
+        "last_run_at",
+        "last_run_id",
+    }
+    assert (row["id"], row["cadence"], row["status"], row["last_run_id"]) == (
+        watch_id,
+        "weekly",
+        "active",
+        None,
+    )
+
+    assert "paused (paused by hand)" in run("pause", watch_id)[1]
+    assert json.loads(run("list", "--json")[1])[0]["status"] == "paused"
+    assert "; next " in run("resume", watch_id)[1]
+    assert run("remove", watch_id)[:2] == (0, f"Watch {watch_id} ended: Acme Robotics\n")
+    assert run("list")[1].startswith("No watches yet")
+
+
+def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    runner = CliRunner()
+    env = {"RESEARCH_BOT_DB": str(tmp_path / "runs.sqlite3"), "RESEARCH_BOT_MAX_WATCHES": "1"}
+
+    def run(*args: str) -> tuple[int, str]:
+        result = runner.invoke(app, ["watch", *args], env=env)
+        return result.exit_code, result.stderr.strip()
+
+    assert run("add", "Acme", "--every", "hourly") == (
+        2,
+        "research-bot: Unknown cadence 'hourly': use one of daily, weekdays, weekly, monthly.",
+    )
+    assert run("pause", "w000000") == (1, "research-bot: No watch w000000 here.")
+    assert run("add", "Acme")[0] == 0
+    code, said = run("add", "Globex")
+    assert (code, said.count("\n")) == (2, 0)
+    assert "already has 1 watches" in said
