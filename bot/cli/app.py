@@ -12,9 +12,8 @@ from typing import Any
 
 import typer
 
-from bot.cli import ask, db, history, reports, research, search, serve
+from bot.cli import ask, db, history, reports, research, search, serve, watch
 from bot.cli.mcp import mcp_app
-from bot.cli.watch import watch_app
 from bot.memory import tune_malloc
 
 
@@ -45,6 +44,9 @@ _add(discord_app, serve.discord_sync, "sync")
 app.add_typer(discord_app, name="discord")
 app.add_typer(db.db_app, name="db")
 app.add_typer(mcp_app, name="mcp")
+watch_app = typer.Typer(no_args_is_help=True, help="Research that comes back on its own.")
+for command in (watch.add, watch.list_watches, watch.remove, watch.pause, watch.resume, watch.run):
+    _add(watch_app, command, command.__name__.removesuffix("_watches"))
 app.add_typer(watch_app, name="watch")
 
 

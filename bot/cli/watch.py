@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from bot.cli import terminal_run
     from bot.store.runs import Store
 
-watch_app = typer.Typer(no_args_is_help=True, help="Research that comes back on its own.")
 TERMINAL = ("terminal", "")
 T = TypeVar("T")
 
@@ -46,7 +45,6 @@ def _run(work: Coroutine[Any, Any, T]) -> T:
         raise fail(error) from None
 
 
-@watch_app.command("add")
 def add(
     topic: Annotated[str, typer.Argument(help="A company name, or filters for --mode contracts.")],
     every: Annotated[str, typer.Option(help="daily, weekdays, weekly or monthly.")] = "weekly",
@@ -71,7 +69,6 @@ def add(
     out.print(f"Watch {watch.id}: {_line(watch)}", markup=False)
 
 
-@watch_app.command("list")
 def list_watches(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
@@ -128,28 +125,24 @@ def _change(watch_id: str, how: str) -> Watch:
     return watch
 
 
-@watch_app.command("remove")
 def remove(watch_id: Annotated[str, typer.Argument(help="The watch to end.")]) -> None:
     """End a watch (its runs and reports stay in history)."""
     watch = _change(watch_id, "remove")
     out.print(f"Watch {watch.id} ended: {strip_controls(watch.topic)}", markup=False)
 
 
-@watch_app.command("pause")
 def pause(watch_id: Annotated[str, typer.Argument(help="The watch to pause.")]) -> None:
     """Stop a watch's runs until it is resumed."""
     watch = _change(watch_id, "pause")
     out.print(f"Watch {watch.id}: {_line(watch)}", markup=False)
 
 
-@watch_app.command("resume")
 def resume(watch_id: Annotated[str, typer.Argument(help="The watch to resume.")]) -> None:
     """Start a paused watch again, from its next time (missed periods are not made up)."""
     watch = _change(watch_id, "resume")
     out.print(f"Watch {watch.id}: {_line(watch)}", markup=False)
 
 
-@watch_app.command("run")
 def run(
     watch_id: Annotated[str, typer.Argument(help="The watch to run now.")],
     output: Annotated[Path | None, typer.Option(help="Where to write the Markdown report.")] = None,
