@@ -17,7 +17,7 @@ from bot.agent.report.markdown import parse, text_of
 from bot.domain import strip_controls
 from bot.errors import RequestError
 from bot.store.connection import Database
-from bot.store.rows import scope, visible_from
+from bot.store.rows import NEWEST_FIRST, scope, visible_from
 from bot.store.schema import REPORT_VERSIONS, REPORTS, RUNS
 from bot.store.search_index import SEPARATOR
 
@@ -41,20 +41,25 @@ _SQLITE_BEST = """
         SELECT rowid, bm25(report_search, 1.0, 0.0) AS rank FROM report_search
         WHERE report_search MATCH :match ORDER BY rowid DESC LIMIT :ranked
     ) AS newest JOIN report_search_keys k ON k.id = newest.rowid
-    ORDER BY newest.rank LIMIT :n
 """
-"""The best `n` of the newest matching texts (the last indexed), (run_id, version, rank), higher
+"""The newest matching texts (the last indexed), ranked, (run_id, version, rank), higher
 rank better: bm25 over the text only, not its scope tokens, negated (FTS5 gives the best the
 lowest). The scope is in the MATCH, so FTS5 reads only texts the viewer may see."""
-_POSTGRES_MATCHED = """
-    SELECT run_id, 1 AS version, ts_rank(search, q, 1) AS rank
-    FROM reports, plainto_tsquery('simple', :match) AS q WHERE search @@ q
-    UNION ALL
-    SELECT run_id, version, ts_rank(search, q, 1) AS rank
-    FROM report_versions, plainto_tsquery('simple', :match) AS q WHERE search @@ q
+_POSTGRES_BEST = """
+    SELECT run_id, version, ts_rank(search, q, 1) AS rank FROM (
+        SELECT t.run_id, t.version, t.search, q FROM (
+            SELECT run_id, 1 AS version, created_at, search FROM reports
+            UNION ALL
+            SELECT run_id, version, created_at, search FROM report_versions
+        ) AS t JOIN runs r ON r.run_id = t.run_id, plainto_tsquery('simple', :match) AS q
+        WHERE t.search @@ q AND r.platform = :platform AND r.workspace = :workspace
+            AND (CAST(:viewer AS text) IS NULL OR r.private = 0 OR r.channel = :viewer)
+        ORDER BY t.created_at DESC LIMIT :ranked
+    ) AS newest
 """
-"""Every matching text on PostgreSQL, (run_id, version, rank): ts_rank divided by the log of the
-text's length, as bm25 weighs long texts down. The workspace and privacy rule are joined to it."""
+"""The same on PostgreSQL, (run_id, version, rank) of the newest matching texts in the scope
+(the rule here only narrows what is ranked; the query around it applies it): ts_rank divided by
+the log of the text's length, as bm25 weighs long texts down."""
 
 
 class ReportHit(BaseModel):
@@ -120,21 +125,17 @@ class SearchQueries:
 def _best(
     conn: Connection, wanted: list[str], platform: str, workspace: str, viewer: str | None, n: int
 ) -> list[tuple[Row[Any], int, float]]:
-    """The best `n` runs (each with its best text) of what the engine ranks best first: a few
-    more texts than `n` asked for, more when versions of one run or ties at the cut take them."""
+    """The best `n` runs, each with its best text: the best texts in the order hits are shown
+    (rank, then newest run, then latest version), a few more than `n`, more when several
+    versions of one run take places."""
     fetch = 2 * n + 8
     while True:
         found = conn.execute(_texts(conn, wanted, platform, workspace, viewer, fetch)).all()
         best: dict[str, Row[Any]] = {}
-        for row in sorted(found, key=lambda r: (r.rank, r.version), reverse=True):
+        for row in found:  # in the hits' own order, so a run's first text is its best
             best.setdefault(row.run_id, row)
-        ranked = sorted(
-            best.values(), key=lambda r: (r.rank, r.created_at, r.created_seq), reverse=True
-        )[:n]
-        # Final when nothing unread can come before the last kept: every unread text ranks at
-        # most as high as the lowest read.
-        if len(found) < fetch or (len(ranked) == n and ranked[-1].rank > found[-1].rank):
-            return [(row, row.version, row.rank) for row in ranked]
+        if len(best) >= n or len(found) < fetch:
+            return [(row, row.version, row.rank) for row in list(best.values())[:n]]
         fetch *= 4
 
 
@@ -153,15 +154,16 @@ def _texts(
             channel = SEPARATOR.join([names, viewer]).encode().hex()
             seen = f'("p{names.encode().hex()}" OR "c{channel}")'
         match = f"markdown : ({words}) AND scope : {seen}"
-        sql = text(_SQLITE_BEST).bindparams(match=match, ranked=RANKED, n=n)
+        sql = text(_SQLITE_BEST).bindparams(match=match, ranked=RANKED)
     else:
-        sql = text(_POSTGRES_MATCHED).bindparams(match=" ".join(wanted))
+        place = {"platform": platform, "workspace": workspace, "viewer": viewer}
+        sql = text(_POSTGRES_BEST).bindparams(match=" ".join(wanted), ranked=RANKED, **place)
     texts = sql.columns(run_id=SQLText, version=Integer, rank=Float).subquery("texts")
     return (
         select(RUNS, texts.c.version, texts.c.rank)
         .join_from(texts, RUNS, RUNS.c.run_id == texts.c.run_id)
         .where(*scope(platform, workspace), *visible_from(viewer))
-        .order_by(texts.c.rank.desc())
+        .order_by(texts.c.rank.desc(), *NEWEST_FIRST, texts.c.version.desc())
         .limit(n)
     )
 
