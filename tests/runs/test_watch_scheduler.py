@@ -1,0 +1,107 @@
+"""The watches' clock, ticked by the test on a clock it moves (no sleeps): a due watch starts
+one run through the runs service, marked with its watch; a run still going is not doubled; a
+run the budget refuses is told once and tried again the next period."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.runs.manager import RunManager
+from bot.runs.quota import Quota, QuotaLimits
+from bot.runs.watch_scheduler import WatchScheduler
+from bot.store.runs import Store
+from bot.watches.cadence import Cadence
+from bot.watches.model import NewWatch, Watch
+from tests.adapters.scripted_engine import ScriptedEngine
+from tests.conftest import Recorder
+
+MONDAY_9 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+ACME = NewWatch(
+    topic="Acme Robotics",
+    platform="slack",
+    workspace="T1",
+    channel="C1",
+    created_by="U1",
+    cadence=Cadence.DAILY,
+)
+
+
+@dataclass
+class Clock:
+    now: datetime = MONDAY_9
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class World:
+    clock: Clock
+    store: Store
+    engine: ScriptedEngine
+    scheduler: WatchScheduler
+    listeners: list[Recorder] = field(default_factory=list)
+    told: list[str] = field(default_factory=list)
+
+
+@pytest.fixture
+async def world(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[World]:
+    clock = Clock()
+    store = await Store.open(tmp_path / "runs.sqlite3", clock=clock)
+    engine = ScriptedEngine()
+    runs = RunManager(store, engine, quota=Quota(store, request.param))
+    listeners: list[Recorder] = []
+    told: list[str] = []
+
+    def listener_for(watch: Watch, missed: int) -> Recorder:
+        listeners.append(Recorder())
+        return listeners[-1]
+
+    async def refused(watch: Watch, why: str) -> None:
+        told.append(why)
+
+    scheduler = WatchScheduler(store, runs.submit, listener_for, ["slack"], refused=refused)
+    yield World(clock, store, engine, scheduler, listeners, told)
+    engine.release.set()
+    await runs.shutdown()
+    await store.close()
+
+
+@pytest.mark.parametrize("world", [QuotaLimits()], indirect=True)
+async def test_a_due_watch_starts_one_run_and_a_run_still_going_is_not_doubled(
+    world: World,
+) -> None:
+    watch = await world.store.add_watch(ACME, limit=20)
+    [run_id] = await world.scheduler.tick()
+    assert await world.scheduler.tick() == []
+    run = await world.store.get_run(run_id)
+    assert (run.topic, run.origin.channel) == ("Acme Robotics", "C1")
+    [listed] = await world.store.list_watches("slack", "T1")
+    assert listed.last_run_id == run_id
+
+    world.clock.now = MONDAY_9 + timedelta(days=1)
+    assert await world.scheduler.tick() == []  # the first is still going: the next one waits
+    world.engine.release.set()
+    await world.listeners[0].finished.wait()
+    world.clock.now = MONDAY_9 + timedelta(days=1, minutes=1)
+    assert len(await world.scheduler.tick()) == 1
+    assert watch.id == listed.id
+
+
+@pytest.mark.parametrize("world", [QuotaLimits(user_runs_per_hour=1)], indirect=True)
+async def test_a_refused_run_is_told_once_and_tried_next_period(world: World) -> None:
+    other = ACME.model_copy(update={"topic": "Globex"})
+    await world.store.add_watch(ACME, limit=20)
+    await world.store.add_watch(other, limit=20)
+    assert len(await world.scheduler.tick()) == 1  # one person, one run an hour
+    assert len(world.told) == 1
+    world.engine.release.set()
+    await world.listeners[0].finished.wait()
+    world.clock.now = MONDAY_9 + timedelta(days=1)
+    started = await world.scheduler.tick()
+    assert len(started) == 1 and len(world.told) == 1
