@@ -8,7 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from bot.adapters.mcp.callers import Caller
+from bot.adapters.mcp.callers import PLATFORM, Caller
 from bot.adapters.mcp.live import LiveRun
 from bot.adapters.mcp.models import Answer, Hit, Hits, ReportText, RunList, RunState, RunSummary
 from bot.agent.followup.answer import answer_markdown
@@ -59,6 +59,21 @@ class McpRuns:
         live.record = record
         self._live[record.run_id] = live
         return await self.state(record), live
+
+    def listener_for(self, run: RunRecord) -> LiveRun | None:
+        """The listener of an MCP run this server takes over (a dead replica's, or one left by
+        a previous life of this process): followed from here as if it had started here."""
+        if run.origin.platform != PLATFORM:
+            return None
+        live = LiveRun()
+        live.record = run
+        self._live[run.run_id] = live
+        return live
+
+    async def take_over(self) -> None:
+        """From now on this server takes MCP runs from a shared queue (replicas on PostgreSQL)
+        and the runs whose process died; at once, those already orphaned."""
+        await self._runs.recover(self.listener_for, PLATFORM)
 
     async def status(self, caller: Caller, run_id: str) -> RunState:
         live = self._live.get(run_id)
