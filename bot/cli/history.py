@@ -27,12 +27,14 @@ def history(
     """Past runs, newest first, each followed by its follow-up questions."""
     try:
         settings = load_settings()
-        runs, now = asyncio.run(_history(settings, limit))
+        runs, watches, now = asyncio.run(_history(settings, limit))
     except BotError as error:
         raise fail(error) from None
     if as_json:  # follow-ups follow their run, with `parent_run_id` set
         rows = [
-            r.model_dump(mode="json") | {"run_id": r.run_id, "status": shown_status(r, now)}
+            r.model_dump(mode="json")
+            | {"run_id": r.run_id, "status": shown_status(r, now)}
+            | {"watch_id": watches.get(r.run_id)}
             for r in runs
         ]
         sys.stdout.write(json.dumps(rows) + "\n")
@@ -72,11 +74,15 @@ def history_rows(runs: list[RunRecord], children: dict[str, list[RunRecord]]) ->
     return [row for run in runs for row in (run, *children.get(run.run_id, []))]
 
 
-async def _history(settings: Settings, limit: int) -> tuple[list[RunRecord], datetime]:
+async def _history(
+    settings: Settings, limit: int
+) -> tuple[list[RunRecord], dict[str, str], datetime]:
+    """The runs, the watch each watched one was made for, and now."""
     async with reader(settings) as store:
         runs = await store.list_runs(limit=limit, top_level=True)
         children = await store.follow_ups_of([run.run_id for run in runs])
-        return history_rows(runs, children), store.now()
+        watches = await store.watch_ids_of([run.run_id for run in runs])
+        return history_rows(runs, children), watches, store.now()
 
 
 def usage(

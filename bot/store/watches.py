@@ -203,6 +203,14 @@ class WatchQueries:
 
         await self._db.write(work)
 
+    async def watch_ids_of(self, run_ids: list[str]) -> dict[str, str]:
+        """The watch each of these runs was made for, of those made for one."""
+        query = select(RUNS.c.run_id, RUNS.c.watch_id).where(
+            RUNS.c.run_id.in_(run_ids), RUNS.c.watch_id.is_not(None)
+        )
+        rows = await self._db.read(lambda conn: conn.execute(query).all())
+        return {run_id: watch_id for run_id, watch_id in rows}
+
     async def record_watch_refused(self, watch_id: str, reason: str) -> bool:
         """The watch's run was refused; True the first time in a row (tell it once)."""
         statement = (

@@ -4,12 +4,16 @@ no model or search key is needed to keep watches."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from bot.cli.app import app
+from bot.domain import Request
+from bot.store.runs import Store
+from bot.watches.model import NewWatch
 
 
 def test_a_watch_is_added_listed_paused_resumed_and_ended(tmp_path: Path) -> None:
@@ -70,3 +74,22 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
     code, said = run("add", "Globex")
     assert (code, said.count("\n")) == (2, 0)
     assert "already has 1 watches" in said
+
+
+def test_history_json_marks_a_watched_run_with_its_watch(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite3"
+
+    async def stored() -> tuple[str, str, str]:
+        async with Store.connect(db) as store:
+            watch = await store.add_watch(NewWatch(topic="Acme Robotics"), limit=20)
+            watched = await store.create_run(Request(topic="Acme Robotics"))
+            other = await store.create_run(Request(topic="Globex"))
+            await store.record_watch_run(watch.id, watched.run_id)
+            return watch.id, watched.run_id, other.run_id
+
+    watch_id, watched, other = asyncio.run(stored())
+    result = CliRunner().invoke(app, ["history", "--json"], env={"RESEARCH_BOT_DB": str(db)})
+    rows = {row["run_id"]: row["watch_id"] for row in json.loads(result.stdout)}
+    assert rows == {watched: watch_id, other: None}
+    listed = CliRunner().invoke(app, ["watch", "list", "--json"], env={"RESEARCH_BOT_DB": str(db)})
+    assert json.loads(listed.stdout)[0]["last_run_id"] == watched
