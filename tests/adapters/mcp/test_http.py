@@ -14,6 +14,7 @@ import httpx2
 import pytest
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from bot.adapters.mcp.callers import Tokens
 from bot.adapters.mcp.http import check_exposure, http_server, mcp_app
@@ -167,6 +168,10 @@ async def test_two_tokens_see_only_their_own_workspace(
         unknown = await b.call_tool("research_status", {"run_id": "r0000000000"})
         cancel_by_b = await b.call_tool("cancel_research", {"run_id": run_id})
         listed_by_b = await b.call_tool("list_runs", {})
+        resources_of_b = await b.list_resources()
+        resources_of_a = await a.list_resources()
+        with pytest.raises(MCPError, match="not one this server gave"):
+            await a.list_resources(cursor="999999")
         seen_by_a = await a.call_tool("research_status", {"run_id": run_id})
 
     assert started.structured_content["status"] in ("queued", "running")
@@ -175,6 +180,10 @@ async def test_two_tokens_see_only_their_own_workspace(
         "r0000000000", "ID"
     )
     assert listed_by_b.structured_content["runs"] == []
+    assert resources_of_b.resources == [] and resources_of_b.next_cursor is None
+    assert [str(r.uri) for r in resources_of_a.resources] == [
+        f"research-bot://runs/{run_id}/report"
+    ]
     assert not seen_by_a.is_error and seen_by_a.structured_content["run_id"] == run_id
 
 
