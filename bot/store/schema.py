@@ -30,6 +30,7 @@ from sqlalchemy import (
 from sqlalchemy import Text as SQLText
 
 from bot.store.search_index import create_search_index, scope_search_index, search_index_added
+from bot.store.watch_schema import add_watches, watch_table
 
 METADATA = MetaData()
 
@@ -186,6 +187,7 @@ PAGES = Table(
     PrimaryKeyConstraint("scope", "url_key", "channel"),
 )
 """Pages runs read, per workspace (`Origin.scope`) and conversation, for its later runs."""
+WATCHES = watch_table(METADATA, RUNS)
 CONDENSED = Table(
     "condensed_pages",
     METADATA,
@@ -252,8 +254,7 @@ def _search(conn: Connection) -> None:
 
 
 def _pages(conn: Connection) -> None:
-    """12: pages runs read and their condensed text, kept for the workspace's later runs
-    (bot/store/pages.py)."""
+    """12: pages runs read and their condensed text, kept for the workspace's later runs."""
     PAGES.create(conn, checkfirst=True)
     CONDENSED.create(conn, checkfirst=True)
 
@@ -268,6 +269,7 @@ STEPS: tuple[Step, ...] = (
     _search,
     _pages,
     scope_search_index,
+    add_watches,
 )
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
