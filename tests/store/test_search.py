@@ -21,6 +21,7 @@ from bot.store import schema
 from bot.store.copy import copy_history
 from bot.store.runs import Store
 from bot.store.search import ReportHit
+from bot.store.search_index import scope_search_index
 from tests.postgres import PgServer
 
 START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
@@ -262,3 +263,63 @@ async def test_a_copied_history_is_searched_as_it_was(tmp_path: Path, pg_server:
     ]
     assert _found(found, ids) == [("globex", 1), ("acme", 1)]
     assert private.origin.private
+
+
+async def test_a_run_moved_to_another_conversation_is_found_only_from_there(store: Store) -> None:
+    ids = await _history(store)
+    t1 = {"platform": "slack", "workspace": "T1"}
+
+    await store.set_location(ids["secret"], channel="D8", thread="")
+
+    assert ids["secret"] in {
+        h.run_id for h in await store.search_reports("initech", **t1, viewer_channel="D8")
+    }
+    assert await store.search_reports("initech", **t1, viewer_channel="D9") == []
+
+
+V1_INDEX = [
+    "CREATE TABLE report_search_keys (id INTEGER PRIMARY KEY, run_id TEXT NOT NULL,"
+    " version INTEGER NOT NULL, UNIQUE (run_id, version))",
+    "CREATE VIEW report_search_text AS SELECT k.id AS id, coalesce(v.markdown, r.markdown)"
+    " AS markdown FROM report_search_keys k LEFT JOIN reports r ON k.version = 1"
+    " AND r.run_id = k.run_id LEFT JOIN report_versions v ON k.version > 1"
+    " AND v.run_id = k.run_id AND v.version = k.version",
+    "CREATE VIRTUAL TABLE report_search USING fts5(markdown, content='report_search_text',"
+    " content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
+    "INSERT INTO report_search_keys (run_id, version) SELECT run_id, 1 FROM reports",
+    "INSERT INTO report_search_keys (run_id, version) SELECT run_id, version FROM report_versions",
+    "INSERT INTO report_search (report_search) VALUES ('rebuild')",
+]
+"""The index as the release before scopes built it (its triggers left out: the step drops them)."""
+
+
+async def test_an_index_without_scopes_is_built_anew_with_them(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite3"
+    t1 = {"platform": "slack", "workspace": "T1"}
+    async with Store.connect(path, clock=StepClock()) as before:
+        ids = await _history(before)
+    with closing(sqlite3.connect(path)) as db:
+        names = db.execute("SELECT type, name FROM sqlite_master WHERE name LIKE '%search%'")
+        for kind, name in [row for row in names if row[0] in ("trigger", "view")]:
+            db.execute(f"DROP {kind} {name}")
+        db.execute("DROP TABLE report_search")
+        db.execute("DROP TABLE report_search_keys")
+        for sql in V1_INDEX:
+            db.execute(sql)
+        db.commit()
+    engine = create_engine(f"sqlite:///{path}")
+    try:
+        with engine.begin() as conn:
+            scope_search_index(conn)
+    finally:
+        engine.dispose()
+
+    async with Store.connect(path, clock=StepClock()) as after:
+        public = await after.search_reports("robots", **t1, viewer_channel="C1")
+        private = await after.search_reports("robots", **t1, viewer_channel="D9")
+        later = await _finished(after, "Vandelay", PUBLIC, "# Vandelay\n\nVandelay imports robots.")
+        operator = await after.search_reports("robots", **t1, viewer_channel=None)
+
+    assert _found(public, ids) == [("globex", 1), ("acme", 1)]
+    assert sorted(_found(private, ids)) == [("acme", 1), ("globex", 1), ("secret", 1)]
+    assert {h.run_id for h in operator} == {ids["acme"], ids["globex"], ids["secret"], later}
