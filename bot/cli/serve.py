@@ -27,6 +27,8 @@ from bot.errors import BotError, ConfigError
 
 if TYPE_CHECKING:
     from bot.compose import Services
+    from bot.runs.watch_scheduler import WatchScheduler
+    from bot.watches.model import Watch
 
 log = logging.getLogger(__name__)
 PLATFORMS = ("slack", "discord")
@@ -85,6 +87,7 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
             asyncio.create_task(_server(name, services, port), name=f"serve-{name}")
             for name in names
         ]
+        watches = _watch_clock(services)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -93,6 +96,8 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
         log.info("serving %s", ", ".join(names))
         await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
         abandon_stop_after(STOP_WITHIN_S)  # covers closing the services too
+        if watches is not None:
+            await watches.stop()
         # Runs first, while the platforms can still deliver a report that is on its way.
         await services.runs.shutdown()
         for task in [*tasks, stopping]:
@@ -100,6 +105,22 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _watch_clock(services: Services) -> WatchScheduler | None:
+    """The terminal's watches are run here at their times, unattended (their reports are kept
+    for `show`). On PostgreSQL they are left to `watch run`: the replicas' shared queue takes
+    only the platforms served, where such a run would wait for ever."""
+    if services.settings.database_url is not None:
+        return None
+    from bot.runs.watch_scheduler import Unattended, WatchScheduler
+
+    def unattended(watch: Watch, missed: int) -> Unattended:
+        return Unattended(watch)
+
+    clock = WatchScheduler(services.store, services.runs.submit, unattended, ["terminal"])
+    clock.start(services.settings.watch_tick_s)
+    return clock
 
 
 async def serve_mcp(settings: Settings, host: str, port: int | None) -> None:

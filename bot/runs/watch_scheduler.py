@@ -10,9 +10,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Collection
 
+from bot.agent.events import Event
 from bot.domain import Origin, Request, RunRecord
 from bot.errors import RequestError, StoreError
 from bot.runs.mailbox import RunListener
+from bot.runs.outcome import Outcome
 from bot.store.runs import Store
 from bot.watches.model import DueWatch, Watch
 
@@ -22,6 +24,20 @@ ListenerFor = Callable[[Watch, int], RunListener]
 """The front end that follows a watch's run (and how many periods it covers)."""
 Refused = Callable[[Watch, str], Awaitable[None]]
 """Tells the watch's conversation, once, that its run was refused and why."""
+
+
+class Unattended:
+    """Follows a watched run nobody is looking at (a terminal watch under `serve`): its report
+    is kept in the store, for `show` and the watch's next run; its end is logged."""
+
+    def __init__(self, watch: Watch) -> None:
+        self._watch_id = watch.id
+
+    async def on_event(self, run: RunRecord, event: Event) -> None:
+        return None
+
+    async def on_finished(self, run: RunRecord, outcome: Outcome) -> None:
+        log.info("watch %s: run %s ended (%s)", self._watch_id, run.run_id, run.status.value)
 
 
 def request_for(watch: Watch) -> Request:

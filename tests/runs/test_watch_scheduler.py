@@ -1,6 +1,7 @@
 """The watches' clock, ticked by the test on a clock it moves (no sleeps): a due watch starts
 one run through the runs service, marked with its watch; a run still going is not doubled; a
-run the budget refuses is told once and tried again the next period."""
+run the budget refuses is told once and tried again the next period; started as `serve` starts
+it, the clock runs a terminal watch unattended at once."""
 
 from __future__ import annotations
 
@@ -11,14 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from bot.domain import RunStatus
 from bot.runs.manager import RunManager
 from bot.runs.quota import Quota, QuotaLimits
-from bot.runs.watch_scheduler import WatchScheduler
+from bot.runs.watch_scheduler import Unattended, WatchScheduler
 from bot.store.runs import Store
 from bot.watches.cadence import Cadence
 from bot.watches.model import NewWatch, Watch
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.conftest import Recorder
+from tests.process import eventually
 
 MONDAY_9 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ACME = NewWatch(
@@ -105,3 +108,29 @@ async def test_a_refused_run_is_told_once_and_tried_next_period(world: World) ->
     world.clock.now = MONDAY_9 + timedelta(days=1)
     started = await world.scheduler.tick()
     assert len(started) == 1 and len(world.told) == 1
+
+
+@pytest.mark.parametrize("world", [QuotaLimits()], indirect=True)
+async def test_the_clock_under_serve_runs_a_terminal_watch_unattended_at_once(
+    world: World,
+) -> None:
+    watch = await world.store.add_watch(NewWatch(topic="Acme Robotics"), limit=20)
+    runs = RunManager(world.store, world.engine)
+    clock = WatchScheduler(
+        world.store, runs.submit, lambda watch, missed: Unattended(watch), ["terminal"]
+    )
+    world.engine.release.set()
+    clock.start(tick_s=3_600)  # its first tick is at once
+
+    async def ended() -> bool:
+        [listed] = await world.store.list_watches("terminal", "")
+        if listed.last_run_id is None:
+            return False
+        return (await world.store.get_run(listed.last_run_id)).status is RunStatus.DONE
+
+    try:
+        await eventually(ended)
+    finally:
+        await clock.stop()
+        await runs.shutdown()
+    assert watch.status.value == "active"
