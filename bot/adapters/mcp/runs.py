@@ -57,7 +57,7 @@ class McpRuns:
         live = LiveRun()
         record = await self._runs.submit(request, live)
         live.record = record
-        self._live[record.run_id] = live
+        self._follow(record.run_id, live)
         return await self.state(record), live
 
     def listener_for(self, run: RunRecord) -> LiveRun | None:
@@ -67,7 +67,7 @@ class McpRuns:
             return None
         live = LiveRun()
         live.record = run
-        self._live[run.run_id] = live
+        self._follow(run.run_id, live)
         return live
 
     async def take_over(self) -> None:
@@ -197,7 +197,7 @@ class McpRuns:
         asked_about = await self._visible(caller, run_id)
         live = LiveRun()
         child = await self._followups.ask(asked_about.run_id, question, caller.origin(), live)
-        self._live[child.run_id] = live
+        self._follow(child.run_id, live)
 
         async def quiet(_: LiveRun) -> None:
             return None
@@ -256,6 +256,12 @@ class McpRuns:
             claims_checked=checked,
             error=fresh.error,
         )
+
+    def _follow(self, run_id: str, live: LiveRun) -> None:
+        """Follow one more run, forgetting those that ended (the store has them): a run nobody
+        asked about again would otherwise stay in memory for the server's life."""
+        self._live = {key: run for key, run in self._live.items() if not run.finished.is_set()}
+        self._live[run_id] = live
 
     async def _visible(self, caller: Caller, run_id: str) -> RunRecord:
         if not run_id.strip():
