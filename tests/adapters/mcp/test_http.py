@@ -8,6 +8,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx2
@@ -16,12 +17,14 @@ from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from bot.adapters.mcp.callers import Tokens
+from bot.adapters.mcp.callers import Caller, Tokens
 from bot.adapters.mcp.http import check_exposure, http_server, mcp_app
+from bot.adapters.mcp.listing import PAGE
 from bot.adapters.mcp.runs import McpRuns
 from bot.adapters.mcp.settings import load_mcp_settings
 from bot.compose import Services, open_services
 from bot.config import Settings
+from bot.domain import Request
 from bot.errors import ConfigError
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, reply, reply_text, reply_tools, tool_use
@@ -278,3 +281,25 @@ async def test_cancel_research_ends_a_running_run_without_a_report(
 
     assert not cancelled.is_error and cancelled.content[0].text.startswith("Cancelling")
     assert report.is_error and f"Run {run_id} ended without a report" in report.content[0].text
+
+
+async def test_the_report_resources_are_listed_newest_first_a_page_at_a_time(
+    served: tuple[str, Services],
+) -> None:
+    url, services = served
+    origin = Caller(workspace="T0AAA", label="T0AAA").origin()
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    stored = [
+        await services.store.create_run(
+            Request(topic=f"Company {n}", origin=origin), asked_at=first + timedelta(minutes=n)
+        )
+        for n in range(PAGE + 5)
+    ]
+    async with client(url, TOKEN_A) as mcp:
+        page_1 = await mcp.list_resources()
+        page_2 = await mcp.list_resources(cursor=page_1.next_cursor)
+
+    listed = [str(r.uri) for r in [*page_1.resources, *page_2.resources]]
+    newest_first = [f"research-bot://runs/{run.run_id}/report" for run in reversed(stored)]
+    assert len(page_1.resources) == PAGE and page_2.next_cursor is None
+    assert listed == newest_first
