@@ -60,7 +60,15 @@ async def test_db_copy_moves_the_history_and_a_second_copy_finds_it_all_there(
     tables = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
     assert tables["runs"] == ["4", "copied", "0", "already", "there"]
     assert tables["events"] == ["14", "copied", "0", "already", "there"]
-    assert set(tables) == {"dedupe", "runs", "claims", "events", "report_versions", "reports"}
+    assert set(tables) == {
+        "dedupe",
+        "runs",
+        "claims",
+        "events",
+        "report_versions",
+        "reports",
+        "watches",
+    }
     assert lines[-1] == "Done: 24 rows copied, 0 already there."
     assert PASSWORD not in out + err
 
