@@ -11,11 +11,12 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, exists, func, insert, select, update
 
+from bot.agent.report.model import Report
 from bot.domain import RunStatus
 from bot.errors import NotFoundError, RequestError
 from bot.store.connection import Database
 from bot.store.rows import iso
-from bot.store.schema import RUNS, WATCHES
+from bot.store.schema import REPORTS, RUNS, WATCHES
 from bot.watches.cadence import Cadence, next_after, periods_between, zone
 from bot.watches.model import DueWatch, NewWatch, Watch, WatchStatus
 
@@ -210,6 +211,18 @@ class WatchQueries:
         )
         rows = await self._db.read(lambda conn: conn.execute(query).all())
         return {run_id: watch_id for run_id, watch_id in rows}
+
+    async def earlier_watch_reports(self, watch_id: str, run_id: str) -> list[Report]:
+        """The reports of the watch's runs made before `run_id`, oldest first."""
+        mine = select(RUNS.c.created_at).where(RUNS.c.run_id == run_id).scalar_subquery()
+        query = (
+            select(REPORTS.c.report_json)
+            .join(RUNS, RUNS.c.run_id == REPORTS.c.run_id)
+            .where(RUNS.c.watch_id == watch_id, RUNS.c.run_id != run_id, RUNS.c.created_at < mine)
+            .order_by(RUNS.c.created_at)
+        )
+        rows = await self._db.read(lambda conn: conn.execute(query).scalars().all())
+        return [Report.model_validate_json(row) for row in rows]
 
     async def record_watch_refused(self, watch_id: str, reason: str) -> bool:
         """The watch's run was refused; True the first time in a row (tell it once)."""

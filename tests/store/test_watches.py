@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.domain import Origin, Request
+from bot.agent.report.model import Report
+from bot.domain import Origin, Request, RunStatus
 from bot.errors import NotFoundError, RequestError
 from bot.store.runs import Store
 from bot.watches.cadence import Cadence
@@ -121,3 +122,22 @@ async def test_two_replicas_claim_one_due_watch_once(pg_url: str) -> None:
         for store in stores:
             await store.close()
     assert sorted(len(taken) for taken in claimed) == [0, 1]
+
+
+async def test_a_watched_run_finds_the_reports_of_the_watchs_earlier_runs(
+    store: Store, clock: Clock
+) -> None:
+    watch = await store.add_watch(acme(), limit=20)
+    made = []
+    for n in range(3):
+        clock.now = MONDAY_9 + timedelta(days=n)
+        run = await store.create_run(
+            Request(topic="Acme Robotics", origin=Origin(platform="slack"))
+        )
+        await store.record_watch_run(watch.id, run.run_id)
+        report = (Report(title=f"Acme {n}", tldr="x"), f"# Acme {n}")
+        await store.finish_run(run.run_id, status=RunStatus.DONE, ending="completed", report=report)
+        made.append(run.run_id)
+    earlier = await store.earlier_watch_reports(watch.id, made[2])
+    assert [r.title for r in earlier] == ["Acme 0", "Acme 1"]
+    assert await store.earlier_watch_reports(watch.id, made[0]) == []
