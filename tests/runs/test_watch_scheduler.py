@@ -11,12 +11,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Engine, create_engine, event
 
 from bot.domain import RunStatus
 from bot.runs.manager import RunManager
 from bot.runs.quota import Quota, QuotaLimits
 from bot.runs.watch_scheduler import Unattended, WatchScheduler
+from bot.store.rows import iso
 from bot.store.runs import Store
+from bot.store.schema import WATCHES
 from bot.watches.cadence import Cadence
 from bot.watches.model import NewWatch, Watch
 from tests.adapters.scripted_engine import ScriptedEngine
@@ -134,3 +137,29 @@ async def test_the_clock_under_serve_runs_a_terminal_watch_unattended_at_once(
         await clock.stop()
         await runs.shutdown()
     assert watch.status.value == "active"
+
+
+@pytest.mark.parametrize("world", [QuotaLimits()], indirect=True)
+async def test_an_idle_tick_over_a_thousand_watches_is_one_query(
+    world: World, tmp_path: Path
+) -> None:
+    first = await world.store.add_watch(ACME, limit=20)
+    await world.store.resume_watch(first.id, "slack", "T1")  # due tomorrow, not now
+    tomorrow = iso(MONDAY_9 + timedelta(days=1))
+    row = first.model_dump(mode="json") | {"next_run_at": tomorrow, "created_at": iso(MONDAY_9)}
+    engine = create_engine(f"sqlite:///{tmp_path / 'runs.sqlite3'}")
+    with engine.begin() as conn:
+        conn.execute(WATCHES.insert(), [row | {"id": f"w{n:06x}"} for n in range(1, 1_000)])
+    engine.dispose()
+    statements: list[str] = []
+
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    event.listen(Engine, "before_cursor_execute", count)
+    try:
+        assert await world.scheduler.tick() == []
+    finally:
+        event.remove(Engine, "before_cursor_execute", count)
+    # The claim's transaction and its one query, however many watches there are.
+    assert [s.split()[0] for s in statements] == ["BEGIN", "SELECT"]
