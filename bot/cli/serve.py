@@ -26,6 +26,8 @@ from bot.config import Settings
 from bot.errors import BotError, ConfigError
 
 if TYPE_CHECKING:
+    import uvicorn
+
     from bot.compose import Services
     from bot.runs.watch_scheduler import WatchScheduler
     from bot.watches.model import Watch
@@ -74,7 +76,9 @@ def _server(name: str, services: Services, port: int) -> Coroutine[Any, Any, Non
     return serve_discord(services.settings, services.runs, services.store)
 
 
-async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
+async def serve_platforms(
+    settings: Settings, asked: str, *, port: int, host: str = "127.0.0.1"
+) -> None:
     # A missing token is said before the clients load (seconds of imports), not after.
     names = platforms_to_serve(settings, asked)
     from bot.compose import freeze_startup_heap, open_services  # the clients load only to serve
@@ -87,6 +91,9 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
             asyncio.create_task(_server(name, services, port), name=f"serve-{name}")
             for name in names
         ]
+        mcp = _mcp_beside(services, host)
+        if mcp is not None:
+            tasks.append(asyncio.create_task(mcp.serve(), name="serve-mcp"))
         watches = _watch_clock(services)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -96,6 +103,8 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
         log.info("serving %s", ", ".join(names))
         await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
         abandon_stop_after(STOP_WITHIN_S)  # covers closing the services too
+        if mcp is not None:
+            mcp.should_exit = True
         if watches is not None:
             await watches.stop()
         # Runs first, while the platforms can still deliver a report that is on its way.
@@ -105,6 +114,24 @@ async def serve_platforms(settings: Settings, asked: str, *, port: int) -> None:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _mcp_beside(services: Services, host: str) -> uvicorn.Server | None:
+    """With RESEARCH_BOT_MCP_TOKENS set, the MCP server at /mcp beside the chat platforms, on
+    `host` and RESEARCH_BOT_MCP_PORT (behind its tokens, so any address may serve it)."""
+    from bot.adapters.mcp.settings import load_mcp_settings
+
+    settings = load_mcp_settings()
+    if settings.tokens is None:
+        return None
+    from bot.adapters.mcp.callers import Tokens
+    from bot.adapters.mcp.http import http_server, mcp_app
+    from bot.adapters.mcp.runs import McpRuns
+
+    service = McpRuns(services.store, services.runs, services.followups)
+    app = mcp_app(service, Tokens.parse(settings.tokens), wait_s=settings.wait_s, host=host)
+    log.info("serving MCP at http://%s:%d/mcp", host, settings.port)
+    return http_server(app, host, settings.port, beside=True)
 
 
 def _watch_clock(services: Services) -> WatchScheduler | None:
@@ -176,7 +203,10 @@ def serve(
             "(RESEARCH_BOT_MCP_PORT, 8765)."
         ),
     ] = None,
-    host: Annotated[str, typer.Option(help="The MCP server's address.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(help="The MCP server's address (also beside the chat bots, with tokens)."),
+    ] = "127.0.0.1",
 ) -> None:
     """Run the chat bot(s), or with `mcp` the MCP server at /mcp, until stopped (SIGTERM or
     Ctrl-C)."""
@@ -187,7 +217,7 @@ def serve(
         if platform == "mcp":
             asyncio.run(serve_mcp(settings, host, port))
             return
-        asyncio.run(serve_platforms(settings, platform, port=port or 3000))
+        asyncio.run(serve_platforms(settings, platform, port=port or 3000, host=host))
     except BotError as error:
         raise fail(error) from None
 

@@ -5,8 +5,10 @@ server serves only a loopback address, and its callers are the terminal's (as ov
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 import uvicorn
@@ -111,7 +113,14 @@ def mcp_app(service: McpRuns, tokens: Tokens, *, wait_s: float, host: str) -> AS
     return RequireToken(TakeOverAtStart(app, service), tokens)
 
 
-def http_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
-    """A uvicorn server for `app`; `serve()` it. No access log: it has nothing a person needs."""
+def http_server(app: ASGIApp, host: str, port: int, *, beside: bool = False) -> uvicorn.Server:
+    """A uvicorn server for `app`; `serve()` it. No access log: it has nothing a person needs.
+    `beside` other front ends, the signals are `serve`'s own: set `should_exit` to stop it."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-    return uvicorn.Server(config)
+    return _Beside(config) if beside else uvicorn.Server(config)
+
+
+class _Beside(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield

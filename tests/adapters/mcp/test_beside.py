@@ -1,0 +1,62 @@
+"""`research-bot serve` with RESEARCH_BOT_MCP_TOKENS: the MCP server at /mcp beside the Slack
+bot, in one process on one runs service; SIGTERM (serve's own, not uvicorn's) stops both."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.conftest import world_env
+from tests.fakes.anthropic_api import FakeAnthropic
+from tests.fakes.slack_api import FakeSlack
+from tests.fakes.tavily_api import FakeTavily
+from tests.fakes.web import FakeWeb
+from tests.process import Cli
+from tests.replica_world import free_port, replicas
+
+SECRET = "beside-secret"
+TOKEN = "token-of-the-beside-test-0123"
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+async def test_serve_answers_mcp_beside_slack_behind_its_tokens(
+    tmp_path: Path,
+    anthropic_api: FakeAnthropic,
+    tavily: FakeTavily,
+    web: FakeWeb,
+    slack: FakeSlack,
+) -> None:
+    port = free_port()
+    env = world_env(tmp_path, anthropic_api, tavily, web) | {
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "RESEARCH_BOT_MCP_TOKENS": json.dumps({TOKEN: "acme-agents"}),
+        "RESEARCH_BOT_MCP_PORT": str(port),
+    }
+    url = f"http://127.0.0.1:{port}/mcp"
+    async with replicas(Cli(tmp_path, env), 1, SECRET) as [bot]:
+        assert await bot.sender.command("Acme Robotics") == (200, "")
+        async with httpx2.AsyncClient() as http:
+            refused = await http.post(url, json={})
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=20) as http,
+            Client(streamable_http_client(url, http_client=http), cache=None) as mcp,
+        ):
+            listed = await mcp.call_tool("list_runs", {})
+
+    assert refused.status_code == 401 and refused.content == b""
+    assert not listed.is_error and listed.structured_content is not None
+    assert bot.process.returncode == 0  # stopped by serve's own SIGTERM handling
