@@ -61,8 +61,9 @@ class Origin(BaseModel):
 
     @property
     def scope(self) -> str:
-        """The workspace that sources and search are scoped to: the terminal is one of its own."""
-        return "terminal" if self.platform == "terminal" else self.workspace
+        """The workspace that sources and search are scoped to: the terminal is one of its own,
+        and so is any front end without a workspace (the MCP server over stdio is the terminal's)."""
+        return "terminal" if self.platform == "terminal" else self.workspace or "terminal"
 
 
 IDENTITY_FIELD_CHARS = 200
