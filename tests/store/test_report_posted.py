@@ -4,9 +4,8 @@ delivery), on both engines; and a database of the release before that mark, upgr
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
@@ -19,8 +18,8 @@ from bot.errors import NotFoundError
 from bot.store import schema
 from bot.store.migrations import latest
 from bot.store.runs import Store
+from tests.store.stepped import START, StepClock
 
-START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 SLACK = Origin(platform="slack", workspace="T1", channel="C1", thread="1.1", user="U1")
 INSERT_RUN = (
     "INSERT INTO runs (run_id, platform, workspace, channel, thread, user_id, user_name, topic,"
@@ -28,21 +27,6 @@ INSERT_RUN = (
     " 'T1', 'C1', '1.1', 'U1', 'ada', 'Acme', 'company', 'done', 'completed',"
     " '2025-03-01T09:00:00.000000+00:00', '2025-03-01T09:05:00.000000+00:00')"
 )
-
-
-class StepClock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-async def store(db_target: str | Path) -> AsyncIterator[Store]:
-    async with Store.connect(db_target, clock=StepClock()) as opened:
-        yield opened
 
 
 async def test_a_posted_report_is_recorded_and_the_run_stays_to_deliver(store: Store) -> None:

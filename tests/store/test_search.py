@@ -5,9 +5,7 @@ the release before it and after `db copy`."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -23,29 +21,14 @@ from bot.store.runs import Store
 from bot.store.search import ReportHit
 from bot.store.search_index import scope_search_index
 from tests.postgres import PgServer
+from tests.store.stepped import StepClock
 
-START = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 PUBLIC = Origin(
     platform="slack", workspace="T1", channel="C1", user="U1", user_name="ada", private=False
 )
 PRIVATE = Origin(platform="slack", workspace="T1", channel="D9", user="U2", user_name="bo")
 OTHER = Origin(platform="slack", workspace="T2", channel="C1", user="U3", user_name="cy")
 TERMINAL = Origin(platform="terminal", user_name="op")
-
-
-class StepClock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(seconds=1)
-        return self.now
-
-
-@pytest.fixture
-async def store(db_target: str | Path) -> AsyncIterator[Store]:
-    async with Store.connect(db_target, clock=StepClock()) as opened:
-        yield opened
 
 
 async def _finished(store: Store, topic: str, origin: Origin, markdown: str) -> str:
