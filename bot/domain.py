@@ -127,6 +127,8 @@ class Request(BaseModel):
     """Set for a follow-up: the finished run it asks about (`topic` is then the question)."""
     identity: Identity | None = None
     """The company a company run is about, once settled (the research brief names it)."""
+    watch_id: str | None = None
+    """Set for a watched run: the watch it is made for (its earlier reports are the baseline)."""
 
     @model_validator(mode="after")
     def _topic(self) -> Request:
@@ -224,5 +226,7 @@ class RunRecord(BaseModel):
     saying them twice."""
     parent_run_id: str | None = None
     """A follow-up's run: the finished run it asked about (`topic` is the question)."""
+    watch_id: str | None = None
+    """The watch a watched run was made for."""
     control: str | None = None
     """`summarize` or `cancel` pressed on any replica, for whichever replica runs it."""

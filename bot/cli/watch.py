@@ -176,7 +176,11 @@ async def _run_now(
     from bot.compose import open_services
 
     request = Request(
-        topic=watch.topic, mode=watch.mode, depth=watch.depth, origin=Origin(platform="terminal")
+        topic=watch.topic,
+        mode=watch.mode,
+        depth=watch.depth,
+        origin=Origin(platform="terminal"),
+        watch_id=watch.id,
     )
     async with open_services(settings) as services:
         view = StatusView(run_id="", topic=watch.topic, mode=watch.mode.value, requester="you")

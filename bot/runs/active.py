@@ -106,6 +106,7 @@ def request_of(record: RunRecord) -> Request:
         depth=record.depth,
         language=record.language,
         parent_run_id=record.parent_run_id,
+        watch_id=record.watch_id,
     )
 
 

@@ -49,7 +49,9 @@ def request_for(watch: Watch) -> Request:
         user_name=watch.created_by_name,
         private=False,
     )
-    return Request(topic=watch.topic, mode=watch.mode, depth=watch.depth, origin=origin)
+    return Request(
+        topic=watch.topic, mode=watch.mode, depth=watch.depth, origin=origin, watch_id=watch.id
+    )
 
 
 class WatchScheduler:

@@ -136,6 +136,7 @@ class Store(
             "language": request.language,
             "depth": request.depth.value,
             "parent_run_id": request.parent_run_id,
+            "watch_id": request.watch_id,
         }
 
         def work(conn: Connection) -> RunRecord:
@@ -278,7 +279,7 @@ _CREATED_COLUMNS = [
     "run_id",
     *ORIGIN_COLUMNS.values(),
     *("topic", "mode", "status", "created_at", "owner", "lease_until", "language", "depth"),
-    "parent_run_id",
+    *("parent_run_id", "watch_id"),
 ]
 _CREATE_RUN = (
     insert(RUNS)
