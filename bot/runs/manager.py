@@ -27,6 +27,7 @@ from bot.domain import Request, RunRecord, RunStatus
 from bot.errors import StoreError
 from bot.runs.active import ActiveRun, request_of
 from bot.runs.admission import Admission
+from bot.runs.front_ends import FrontEnds
 from bot.runs.mailbox import RunListener
 from bot.runs.outcome import Outcome
 from bot.runs.owner import new_owner
@@ -88,6 +89,7 @@ class RunManager(Takeover):
         self._heartbeat: asyncio.Task[None] | None = None
         self._max_concurrent = max_concurrent
         self._shared = SharedQueue(store, shared, self, lease_s=lease_s) if shared else None
+        self.front_ends = FrontEnds()
 
     async def submit(self, request: Request, listener: RunListener) -> RunRecord:
         """Store the run and schedule it; returns at once with its record (status queued).
