@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     import uvicorn
 
     from bot.compose import Services
+    from bot.runs.manager import RunListener, RunManager
     from bot.runs.watch_scheduler import WatchScheduler
+    from bot.store.runs import Store
     from bot.watches.model import Watch
 
 log = logging.getLogger(__name__)
@@ -105,8 +107,7 @@ async def serve_platforms(
         abandon_stop_after(STOP_WITHIN_S)  # covers closing the services too
         if mcp is not None:
             mcp.should_exit = True
-        if watches is not None:
-            await watches.stop()
+        await watches.stop()
         # Runs first, while the platforms can still deliver a report that is on its way.
         await services.runs.shutdown()
         for task in [*tasks, stopping]:
@@ -134,20 +135,41 @@ def _mcp_beside(services: Services, host: str) -> uvicorn.Server | None:
     return http_server(app, host, settings.port, beside=True)
 
 
-def _watch_clock(services: Services) -> WatchScheduler | None:
-    """The terminal's watches are run here at their times, unattended (their reports are kept
-    for `show`). On PostgreSQL they are left to `watch run`: the replicas' shared queue takes
-    only the platforms served, where such a run would wait for ever."""
-    if services.settings.database_url is not None:
-        return None
-    from bot.runs.watch_scheduler import Unattended, WatchScheduler
-
-    def unattended(watch: Watch, missed: int) -> Unattended:
-        return Unattended(watch)
-
-    clock = WatchScheduler(services.store, services.runs.submit, unattended, ["terminal"])
+def _watch_clock(services: Services) -> WatchScheduler:
+    """The watches of the chat platforms served here, at their times (on PostgreSQL too: the
+    claim is once-only across replicas). On SQLite the terminal's watches too, unattended (their
+    reports are kept for `show`); on PostgreSQL those are left to `watch run`: the replicas'
+    shared queue takes only the platforms served, where such a run would wait for ever."""
+    terminal = services.settings.database_url is None
+    clock = watch_clock(services.store, services.runs, terminal=terminal)
     clock.start(services.settings.watch_tick_s)
     return clock
+
+
+def watch_clock(store: Store, runs: RunManager, *, terminal: bool) -> WatchScheduler:
+    """The clock, not started: a chat watch's run is shown by its platform's front end attached
+    to `runs.front_ends`, in a new thread of the watch's channel, and pauses its watch when that
+    channel is gone; a refusal is told there once. `terminal`: the terminal's watches too."""
+    from bot.adapters.chat.watch_delivery import WatchDelivery, tell_refused
+    from bot.runs.watch_scheduler import Unattended, WatchedRun, WatchScheduler
+
+    front_ends = runs.front_ends
+
+    def listener_for(watch: Watch, missed: int) -> RunListener:
+        if watch.platform == "terminal":
+            return Unattended(watch)
+        shown = WatchedRun(front_ends.listener_for, missed)
+        return WatchDelivery(
+            watch, shown, store=store, cancel=runs.cancel, notice=front_ends.notice
+        )
+
+    async def refused(watch: Watch, why: str) -> None:
+        await tell_refused(store, front_ends.notice, watch, why)
+
+    platforms = ["terminal"] if terminal else []
+    return WatchScheduler(
+        store, runs.submit, listener_for, platforms, refused=refused, front_ends=front_ends
+    )
 
 
 async def serve_mcp(settings: Settings, host: str, port: int | None) -> None:

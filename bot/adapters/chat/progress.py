@@ -105,6 +105,7 @@ class ChatProgress:
         if not self._posted:
             # Not caught: a run whose parent message cannot be posted is the front end's to stop.
             self._posted = True
+            self.view.run_id = self.view.run_id or run.run_id  # a listener made before submit
             self._apply(event)
             await self._sink.post_status(run, self.view)
             return
