@@ -1,7 +1,8 @@
 """The watches' clock, ticked by the test on a clock it moves (no sleeps): a due watch starts
 one run through the runs service, marked with its watch; a run still going is not doubled; a
 run the budget refuses is told once and tried again the next period; started as `serve` starts
-it, the clock runs a terminal watch unattended at once."""
+it, the clock runs a terminal watch unattended at once, and a chat watch as soon as its front end
+attaches, shown by that front end as a new run."""
 
 from __future__ import annotations
 
@@ -13,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, create_engine, event
 
-from bot.domain import RunStatus
+from bot.domain import Origin, RunRecord, RunStatus
 from bot.runs.manager import RunManager
 from bot.runs.quota import Quota, QuotaLimits
-from bot.runs.watch_scheduler import Unattended, WatchScheduler
+from bot.runs.watch_scheduler import Unattended, WatchedRun, WatchScheduler
 from bot.store.rows import iso
 from bot.store.runs import Store
 from bot.store.schema import WATCHES
@@ -137,6 +138,53 @@ async def test_the_clock_under_serve_runs_a_terminal_watch_unattended_at_once(
         await clock.stop()
         await runs.shutdown()
     assert watch.status.value == "active"
+
+
+@pytest.mark.parametrize("world", [QuotaLimits()], indirect=True)
+async def test_a_chat_watch_starts_when_its_front_end_attaches_and_is_shown_there_as_new(
+    world: World,
+) -> None:
+    runs = RunManager(world.store, world.engine)
+    shown: list[tuple[RunRecord, Recorder]] = []
+
+    def front_end(record: RunRecord) -> Recorder:
+        shown.append((record, Recorder()))
+        return shown[-1][1]
+
+    async def notice(origin: Origin, text: str) -> None:
+        raise AssertionError(f"nothing to tell: {text}")
+
+    clock = WatchScheduler(
+        world.store,
+        runs.submit,
+        lambda watch, missed: WatchedRun(runs.front_ends.listener_for, missed),
+        [],
+        front_ends=runs.front_ends,
+    )
+    await world.store.add_watch(ACME, limit=20)
+    assert await clock.tick() == []  # no Slack here yet: the watch waits for one
+    world.engine.release.set()
+    runs.front_ends.wake()
+    clock.start(tick_s=3_600)  # after its first tick, only a wake ticks again within the hour
+
+    async def first_tick_begun() -> bool:
+        return not runs.front_ends.due.is_set()  # cleared just before it
+
+    await eventually(first_tick_begun)
+    runs.front_ends.attach("slack", front_end, notice)
+
+    async def finished() -> bool:
+        return bool(shown) and shown[0][1].finished.is_set()
+
+    try:
+        await eventually(finished)
+    finally:
+        await clock.stop()
+        await runs.shutdown()
+    [(record, listener)] = shown
+    [listed] = await world.store.list_watches("slack", "T1")
+    assert (record.run_id, record.status) == (listed.last_run_id, RunStatus.QUEUED)
+    assert listener.outcome.report is not None
 
 
 @pytest.mark.parametrize("world", [QuotaLimits()], indirect=True)
