@@ -11,6 +11,7 @@ from bot.agent.report.model import format_cost
 from bot.domain import MAX_TOPIC_CHARS, Depth, Mode, RunRecord, validate_topic
 from bot.errors import RequestError
 from bot.export import Format
+from bot.watches.cadence import Cadence, parse_cadence
 
 USAGE_DAYS = 7
 """The period `/research usage` covers unless told."""
@@ -23,8 +24,13 @@ USAGE = (
     "• `/research deep <company>`: deep research, slower and more thorough: a plan, several "
     "researchers in parallel, one report\n"
     "• `/research deep contracts <filters>`: the same for public tenders\n"
-    "• `/research company <name>`: a company whose name starts with `deep`, `contracts` or "
-    "`search`, "
+    "• `/research watch <company> [daily|weekdays|weekly|monthly] [deep]`: research it again "
+    "each period (weekly unless you say), its reports in this channel; also "
+    "`/research watch contracts <filters>`\n"
+    "• `/research watches`: this channel's watches; `/research watch pause|resume <id>`, "
+    "`/research unwatch <id>` (the person who made it, or an admin)\n"
+    "• `/research company <name>`: a company whose name starts with `deep`, `contracts`, "
+    "`search` or `watch`, "
     "e.g. `/research company deep instinct`; capitalised, `/research Deep Instinct` is the "
     "company too\n"
     "• `/research history`: this workspace's recent runs (a private channel's or DM's only "
@@ -44,7 +50,10 @@ DISCORD_USAGE = (
     "(either with `depth:deep` for slower, more thorough research), `/research history`, "
     "`/research search words:<words>`, "
     "`/research usage [days:<n>]`, "
-    "`/research show run:<id>`, `/research export run:<id> format:<format>`. "
+    "`/research show run:<id>`, `/research export run:<id> format:<format>`, "
+    "`/research watch topic:<company> [every:<cadence>] [depth:deep] [mode:contracts]` "
+    "(its reports in this channel), `/research watches`, `/research watch-pause watch:<id>`, "
+    "`/research watch-resume watch:<id>`, `/research unwatch watch:<id>`. "
     f"Topics are at most {MAX_TOPIC_CHARS} characters."
 )
 SEARCH_USAGE = (
@@ -55,10 +64,21 @@ EXPORT_USAGE = (
     "Which run, in which format? `/research export <run id> md|html|pdf|docx` "
     "(see `/research history`)."
 )
+WATCH_USAGE = (
+    "Watch what? `/research watch <company> [daily|weekdays|weekly|monthly] [deep]`, "
+    "e.g. `/research watch Acme Robotics weekly`."
+)
+WHICH_WATCH = "Which watch? `/research {how} <id>` (see `/research watches`)."
+WatchChange = Literal["unwatch", "pause", "resume"]
+WATCH_KINDS = frozenset({"watch", "watches", "unwatch", "pause", "resume"})
 
 
 class Command(BaseModel):
-    kind: Literal["research", "history", "search", "usage", "show", "export", "help"]
+    kind: (
+        Literal["research", "history", "search", "usage", "show", "export", "help"]
+        | Literal["watch", "watches"]
+        | WatchChange
+    )
     topic: str = ""
     mode: Mode = Mode.COMPANY
     depth: Depth = Depth.QUICK
@@ -68,6 +88,10 @@ class Command(BaseModel):
     """The file an `export` asks for."""
     words: str = ""
     """What a `search` looks for, as typed."""
+    cadence: Cadence = Cadence.WEEKLY
+    """How often a `watch` researches its topic again."""
+    watch_id: str = ""
+    """The watch an `unwatch`, `pause` or `resume` changes."""
 
 
 def parse_command(text: str) -> Command:
@@ -84,6 +108,12 @@ def parse_command(text: str) -> Command:
         return usage_command(int(rest) if rest else USAGE_DAYS)
     if head == "search" and not _names_a_company(words[0], rest):
         return search_command(rest)
+    if head == "watch" and not _names_a_company(words[0], rest):
+        return watch_command(rest)
+    if head == "watches" and not rest:
+        return Command(kind="watches")
+    if head == "unwatch":
+        return change_command("unwatch", rest)
     if head == "show":
         return show_command(rest)
     if head == "export":
@@ -94,9 +124,13 @@ def parse_command(text: str) -> Command:
     return topic_command(text)
 
 
-MODE_WORDS = frozenset({"deep", "contracts", "company", "search"})
+MODE_WORDS = frozenset({"deep", "contracts", "company", "search", "watch"})
 """Words that open a command: `deep` and `contracts` choose the run, `company` says that what
-follows is a company's name whatever its first word, `search` looks through past reports."""
+follows is a company's name whatever its first word, `search` looks through past reports,
+`watch` researches again each period."""
+UNKNOWN_CADENCES = frozenset({"hourly", "fortnightly", "biweekly", "quarterly", "yearly"})
+"""Cadences people ask for that a watch does not have: said so, not read as part of the topic
+(typed in lower case at the end; `Acme Quarterly` is a name)."""
 
 
 def topic_command(text: str, usage: str = USAGE) -> Command:
@@ -157,7 +191,49 @@ def research_command(
     try:
         return Command(kind="research", topic=validate_topic(topic), mode=mode, depth=depth)
     except RequestError as error:
-        raise RequestError(f"{error}\n\n{usage}") from None
+        raise RequestError(f"{error}\n\n{usage}" if usage else str(error)) from None
+
+
+def watch_command(text: str) -> Command:
+    """What followed `/research watch`: `pause <id>`, `resume <id>`, or a topic as for a run,
+    then a cadence and `deep` at its end, in either order (`Acme Robotics weekly deep`). Only
+    those last words count, once each: `Weekly Inc` is a topic, and so is `Publishers Weekly
+    weekly` (a weekly watch of Publishers Weekly), and `Pause Games` is a company."""
+    head, rest = _split(text)
+    if head.lower() in ("pause", "resume") and not (head[:1].isupper() and rest[:1].isupper()):
+        return change_command("pause" if head.lower() == "pause" else "resume", rest)
+    words, cadence, deep = text.split(), None, False
+    while words:
+        last = words[-1].lower()
+        if cadence is None and last in (c.value for c in Cadence):
+            cadence = Cadence(last)
+        elif last == "deep" and not deep:
+            deep = True
+        elif cadence is None and words[-1] in UNKNOWN_CADENCES:
+            parse_cadence(last)  # raises: says which cadences there are
+        else:
+            break
+        words.pop()
+    if not words:
+        raise RequestError(WATCH_USAGE)
+    wanted = topic_command(" ".join(words), usage="")  # a bad topic: one line
+    return Command(
+        kind="watch",
+        topic=wanted.topic,
+        mode=wanted.mode,
+        depth=Depth.DEEP if deep else wanted.depth,
+        cadence=cadence or Cadence.WEEKLY,
+    )
+
+
+def change_command(how: WatchChange, watch_id: str) -> Command:
+    """`unwatch <id>`, `watch pause <id>`, `watch resume <id>`."""
+    found = _run_id(watch_id)
+    if not found:
+        raise RequestError(
+            WHICH_WATCH.format(how="unwatch" if how == "unwatch" else f"watch {how}")
+        )
+    return Command(kind=how, watch_id=found)
 
 
 def show_command(run_id: str) -> Command:

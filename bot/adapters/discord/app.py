@@ -24,6 +24,7 @@ from bot.adapters.chat.commands import DISCORD_USAGE, research_command, usage_co
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.service import CommandService, Refused, Reply
 from bot.adapters.chat.sink import ChatSink, StatusView
+from bot.adapters.chat.watches import WatchCommands
 from bot.adapters.discord.choice import ChoiceButton
 from bot.adapters.discord.export import DiscordExports
 from bot.adapters.discord.followup import ThreadQuestions, follow_up_reply
@@ -32,23 +33,20 @@ from bot.adapters.discord.interaction import InteractionSink, lives_in_interacti
 from bot.adapters.discord.search import answer_search
 from bot.adapters.discord.service import (
     PLATFORM,
+    answer_watch,
     caller_of,
+    post_notice,
     reaction_caller,
     reply_text,
+    same_emoji,
     share_report,
 )
-from bot.adapters.discord.setup import discord_token, login, point_at_api
+from bot.adapters.discord.setup import Wanted, discord_token, login, point_at_api, research_commands
 from bot.adapters.discord.setup import sync_commands as sync_commands
 from bot.adapters.discord.sink import CommandFollow, DiscordSink, tell
-from bot.adapters.discord.views import (
-    Action,
-    ExportSelect,
-    RunButton,
-    reaction_emoji,
-    research_group,
-)
+from bot.adapters.discord.views import Action, ExportSelect, RunButton, reaction_emoji
 from bot.config import Settings
-from bot.domain import Depth, Mode, RunRecord
+from bot.domain import Depth, Mode, Origin, RunRecord
 from bot.errors import RequestError
 from bot.runs.followups import FollowUps
 from bot.runs.manager import RunListener, RunManager
@@ -79,6 +77,7 @@ class ResearchClient(discord.AutoShardedClient):
         emoji: str,
         font_dir: Path | None = None,
         followups: FollowUps | None = None,
+        max_watches: int = 20,
     ) -> None:
         intents = discord.Intents.none()
         intents.guilds = True
@@ -99,9 +98,10 @@ class ResearchClient(discord.AutoShardedClient):
             runs, store, platform=PLATFORM, place="server", usage=DISCORD_USAGE, font_dir=font_dir
         )
         self._exports = DiscordExports(self, self.service)
+        self.watches = WatchCommands(runs, store, platform=PLATFORM, limit=max_watches)
         self.questions = ThreadQuestions(self, store, followups or FollowUps(store, runs))
         self.tree = app_commands.CommandTree(self)
-        self.tree.add_command(research_group())
+        self.tree.add_command(research_commands())
         self.tree.error(self._on_command_error)
         self._limiters: dict[str, AsyncLimiter] = {}
 
@@ -128,6 +128,12 @@ class ResearchClient(discord.AutoShardedClient):
         if run.origin.workspace.startswith("user:") and run.origin.user.isdigit():
             return self.progress(run, InteractionSink(self, int(run.origin.user), None))
         return self.progress(run)
+
+    async def post_notice(self, origin: Origin, text: str) -> None:
+        await post_notice(self, origin, text)
+
+    async def on_watch(self, interaction: discord.Interaction[Any], wanted: Wanted) -> None:
+        await answer_watch(self.watches, interaction, wanted)
 
     async def on_message(self, message: discord.Message) -> None:
         await self.questions.on_message(message)
@@ -254,7 +260,7 @@ class ResearchClient(discord.AutoShardedClient):
         """The summarize reaction on a run's message; raw, so no privileged intent is needed."""
         if self.user is not None and payload.user_id == self.user.id:
             return
-        if not _same_emoji(payload.emoji, self.emoji):
+        if not same_emoji(payload.emoji, self.emoji):
             return
         run_id = await self._run_reacted_to(payload)
         if run_id is None:
@@ -289,13 +295,6 @@ class ResearchClient(discord.AutoShardedClient):
             log.warning("could not tell the user about the failure")
 
 
-def _same_emoji(emoji: discord.PartialEmoji, wanted: str) -> bool:
-    if emoji.is_custom_emoji():
-        return False
-    # Discord sends some emoji with and some without the variation selector.
-    return (emoji.name or "").replace("\ufe0f", "") == wanted.replace("\ufe0f", "")
-
-
 def build_discord_client(
     settings: Settings, runs: RunManager, store: Store, followups: FollowUps | None = None
 ) -> ResearchClient:
@@ -307,6 +306,7 @@ def build_discord_client(
         emoji=reaction_emoji(settings.summarize_emoji),
         font_dir=settings.export_fonts,
         followups=followups,
+        max_watches=settings.max_watches,
     )
 
 
@@ -331,6 +331,7 @@ async def serve_discord(
     async with client:
         await login(client, token)
         recovered = await runs.recover(client.listener_for, PLATFORM)
+        runs.front_ends.attach(PLATFORM, client.listener_for, client.post_notice)
         if recovered:
             log.info(
                 "recovering %d interrupted Discord run(s): %s", len(recovered), ", ".join(recovered)

@@ -1,6 +1,7 @@
 """Discord's side of the command service: who asks (a `Caller` from an interaction or a reaction)
-and how its answers show: a private reply (inert text, with our own mentions) and a report shared
-again (its TL;DR with the file, or as messages when the file is refused)."""
+and how its answers show: a private reply (inert text, with our own mentions), a watch command's
+answer, a plain notice in a channel, and a report shared again (its TL;DR with the file, or as
+messages when the file is refused)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ from typing import Any
 import discord
 
 from bot.adapters.chat.service import Caller, Markup, Reply, Shared
-from bot.adapters.chat.sink import FILE_REFUSED
-from bot.adapters.discord.interaction import scope_of
+from bot.adapters.chat.sink import FILE_REFUSED, ChatError
+from bot.adapters.chat.watches import WatchCommands
+from bot.adapters.discord.interaction import lives_in_interaction, scope_of
 from bot.adapters.discord.privacy import is_private
-from bot.adapters.discord.sink import send_report, send_text
-from bot.adapters.discord.views import safe_text
+from bot.adapters.discord.setup import Wanted
+from bot.adapters.discord.sink import NO_MENTIONS, discord_errors, send_report, send_text, tell
+from bot.adapters.discord.views import MESSAGE_LIMIT, cut_inert, safe_text
+from bot.domain import Origin
+from bot.errors import RequestError
 
 log = logging.getLogger(__name__)
 
@@ -75,3 +80,57 @@ async def share_report(channel: discord.abc.Messageable, shared: Shared) -> None
         log.warning("run %s: report file refused: %s", run.run_id, error)
         await send_text(channel, f"{text}\n{safe_text(FILE_REFUSED.format(reason=error))}")
         await send_text(channel, safe_text(shared.markdown))
+
+
+NO_WATCH_HERE = (
+    "A watch posts its reports in its channel, and I can't post here: "
+    "make it in a channel of a server I'm in."
+)
+
+
+async def answer_watch(
+    watches: WatchCommands, interaction: discord.Interaction[Any], wanted: Wanted
+) -> None:
+    """A watch command, answered privately. Watches keep UTC (Discord does not say a person's
+    time zone); an admin is whoever may manage the server."""
+    await interaction.response.defer(ephemeral=True, thinking=True)
+    try:
+        command = wanted()
+    except RequestError as error:
+        await tell(interaction, reply_text(Reply.of(error)))
+        return
+    caller = caller_of(interaction)
+    if command.kind == "watch" and lives_in_interaction(interaction):
+        reply = Reply(text=NO_WATCH_HERE)
+    elif command.kind == "watch":
+        reply = await watches.add(caller, command)
+    elif command.kind == "watches":
+        reply = await watches.list(caller)
+    else:
+
+        async def admin() -> bool:
+            return interaction.permissions.manage_guild
+
+        reply = await watches.change(caller, command, admin)
+    await tell(interaction, reply_text(reply))
+
+
+async def post_notice(client: discord.Client, origin: Origin, text: str) -> None:
+    """One plain message in the origin's channel, inert and mentioning nobody. Raises ChatError
+    when Discord refuses it (404 for a deleted channel, 403 when the bot may not post)."""
+    if not origin.channel.isdigit():
+        raise ChatError(f"no channel {origin.channel!r} on Discord")
+    channel = client.get_partial_messageable(int(origin.channel))
+    with discord_errors():
+        await channel.send(
+            cut_inert(safe_text(text), MESSAGE_LIMIT),
+            allowed_mentions=NO_MENTIONS,
+            suppress_embeds=True,
+        )
+
+
+def same_emoji(emoji: discord.PartialEmoji, wanted: str) -> bool:
+    if emoji.is_custom_emoji():
+        return False
+    # Discord sends some emoji with and some without the variation selector.
+    return (emoji.name or "").replace("\ufe0f", "") == wanted.replace("\ufe0f", "")

@@ -1,16 +1,22 @@
 """Getting the bot onto Discord: its token, logging in, pointing discord.py at another API (a
-local fake), and registering `/research` (`research-bot discord sync`)."""
+local fake), and `/research` whole (the run commands of bot/adapters/discord/views.py and the
+watch commands here), registered by `research-bot discord sync`."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import discord
 from discord import app_commands
 
-from bot.adapters.discord.views import research_group
+from bot.adapters.chat.commands import Command, change_command, research_command
+from bot.adapters.discord.views import DEPTH_HELP, DEPTHS, Topic, research_group
 from bot.config import Settings
+from bot.domain import Depth, Mode
 from bot.errors import ConfigError
+from bot.watches.cadence import Cadence
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +55,7 @@ async def sync_commands(settings: Settings, guild_id: int | None) -> None:
     point_at_api(settings)
     client = discord.Client(intents=discord.Intents(guilds=True))
     tree = app_commands.CommandTree(client)
-    tree.add_command(research_group())
+    tree.add_command(research_commands())
     async with client:
         await login(client, token)
         guild = discord.Object(id=guild_id) if guild_id is not None else None
@@ -61,3 +67,70 @@ async def sync_commands(settings: Settings, guild_id: int | None) -> None:
             ", ".join(f"/{c.name}" for c in synced),
             f"guild {guild_id}" if guild_id else "every guild (global)",
         )
+
+
+Wanted = Callable[[], Command]
+"""Parses what the person gave a watch command; raises RequestError with what to tell them."""
+CADENCES = [app_commands.Choice(name=c.value, value=c.value) for c in Cadence]
+MODES = [app_commands.Choice(name=m.value, value=m.value) for m in Mode]
+WATCH_ID = "The watch's id, as in /research watches"
+
+
+@runtime_checkable
+class WatchHandlers(Protocol):
+    async def on_watch(self, interaction: discord.Interaction[Any], wanted: Wanted) -> None: ...
+
+
+def _handler(interaction: discord.Interaction[Any]) -> WatchHandlers:
+    client = interaction.client
+    if not isinstance(client, WatchHandlers):
+        raise TypeError(f"{type(client).__name__} does not handle /research watch")
+    return client
+
+
+def research_commands() -> app_commands.Group:
+    """`/research` with its watch commands: `watch`, `watches`, `watch-pause`, `watch-resume`
+    and `unwatch` (a subcommand cannot also be a group, so pause and resume are their own)."""
+    group = research_group()
+
+    @group.command(name="watch", description="Research a topic again each period, in this channel")
+    @app_commands.describe(
+        topic="The company, or tender filters with mode:contracts",
+        every="How often (weekly unless you say), at this hour (UTC)",
+        depth=DEPTH_HELP,
+        mode="company (default) or contracts",
+    )
+    @app_commands.choices(every=CADENCES, depth=DEPTHS, mode=MODES)
+    async def watch(
+        interaction: discord.Interaction[Any],
+        topic: Topic,
+        every: str = Cadence.WEEKLY.value,
+        depth: str = Depth.QUICK.value,
+        mode: str = Mode.COMPANY.value,
+    ) -> None:
+        def wanted() -> Command:
+            run = research_command(topic, Mode(mode), Depth(depth), usage="")
+            return run.model_copy(update={"kind": "watch", "cadence": Cadence(every)})
+
+        await _handler(interaction).on_watch(interaction, wanted)
+
+    @group.command(name="watches", description="This channel's watches (only you see it)")
+    async def watches(interaction: discord.Interaction[Any]) -> None:
+        await _handler(interaction).on_watch(interaction, lambda: Command(kind="watches"))
+
+    @group.command(name="watch-pause", description="Pause a watch of this channel")
+    @app_commands.describe(watch=WATCH_ID)
+    async def pause(interaction: discord.Interaction[Any], watch: str) -> None:
+        await _handler(interaction).on_watch(interaction, lambda: change_command("pause", watch))
+
+    @group.command(name="watch-resume", description="Resume a paused watch of this channel")
+    @app_commands.describe(watch=WATCH_ID)
+    async def resume(interaction: discord.Interaction[Any], watch: str) -> None:
+        await _handler(interaction).on_watch(interaction, lambda: change_command("resume", watch))
+
+    @group.command(name="unwatch", description="End a watch of this channel")
+    @app_commands.describe(watch=WATCH_ID)
+    async def unwatch(interaction: discord.Interaction[Any], watch: str) -> None:
+        await _handler(interaction).on_watch(interaction, lambda: change_command("unwatch", watch))
+
+    return group

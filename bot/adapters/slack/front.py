@@ -16,10 +16,11 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.adapters.chat.commands import Command, parse_command, topic_command
+from bot.adapters.chat.commands import WATCH_KINDS, Command, parse_command, topic_command
 from bot.adapters.chat.progress import ChatProgress
 from bot.adapters.chat.service import Action, Caller, CommandService, Refused, Reply
 from bot.adapters.chat.sink import ChatError, StatusView
+from bot.adapters.chat.watches import WatchCommands
 from bot.adapters.slack.assistant import AssistantSink, SlackAssistant
 from bot.adapters.slack.choice import ACTION_CHOOSE, ACTION_REFINE, SlackChoices
 from bot.adapters.slack.client import (
@@ -45,7 +46,9 @@ from bot.adapters.slack.service import (
     PLATFORM,
     Locales,
     action_caller,
+    answer_watch,
     command_caller,
+    post_notice,
     reply_text,
     share_report,
 )
@@ -110,6 +113,7 @@ class SlackFrontEnd:
         )
         self._exports = SlackExports(self.client, self.service)
         self._search = SlackSearch(self.client, self.service)
+        self.watches = WatchCommands(runs, store, platform=PLATFORM, limit=settings.max_watches)
         secret = settings.slack_signing_secret
         self.app = AsyncApp(
             client=self.client,
@@ -163,8 +167,14 @@ class SlackFrontEnd:
         )
 
     async def recover(self) -> list[str]:
-        """Finish the Slack runs a previous process left unfinished; returns their ids."""
-        return await self._runs.recover(self.listener_for, PLATFORM)
+        """Finish the Slack runs a previous process left unfinished; returns their ids. From
+        then on the runs service brings this front end the runs of its watches."""
+        recovered = await self._runs.recover(self.listener_for, PLATFORM)
+        self._runs.front_ends.attach(PLATFORM, self.listener_for, self.post_notice)
+        return recovered
+
+    async def post_notice(self, origin: Origin, text: str) -> None:
+        await post_notice(self.client, self.budget, origin, text)
 
     async def check_token(self) -> None:
         try:
@@ -263,6 +273,9 @@ class SlackFrontEnd:
             await self._show(caller, parsed.run_id, respond)
         elif parsed.kind == "export":
             await self._exports.here(caller, parsed, respond)
+        elif parsed.kind in WATCH_KINDS:
+            text = await answer_watch(self.watches, self.locales, caller, parsed)
+            await respond(text=text, response_type="ephemeral")
         else:
             await self._start(caller, parsed, respond)
 

@@ -1,18 +1,22 @@
-"""Slack's side of the command service: who asks (a `Caller` from Slack's signed payloads) and
-how its answers show: a private reply (escaped, with our own mentions, within a message's
-length) and a report shared again (its TL;DR here, then the file in that message's thread)."""
+"""Slack's side of the command service: who asks (a `Caller` from Slack's signed payloads, what
+`users.info` says of them) and how its answers show: a private reply (escaped, with our own
+mentions, within a message's length), a watch command's answer, a plain notice in a channel,
+and a report shared again (its TL;DR here, then the file in that message's thread)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import re
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.chat.commands import Command
 from bot.adapters.chat.service import Caller, Markup, Reply, Shared
 from bot.adapters.chat.sink import FILE_REFUSED, ChatError
+from bot.adapters.chat.watches import WatchCommands
 from bot.adapters.slack.client import (
     SlackBudget,
     post_message,
@@ -30,6 +34,7 @@ from bot.adapters.slack.render import (
     shared_report_text,
     unescape_incoming,
 )
+from bot.domain import Origin
 from bot.store.runs import Store
 
 log = logging.getLogger(__name__)
@@ -78,33 +83,91 @@ def event_caller(body: dict[str, Any], *, user: str, channel: str, kind: str = "
     )
 
 
+class Person(NamedTuple):
+    """What `users.info` says of a person that the bot uses."""
+
+    locale: str
+    tz: str
+    """Their time zone (`Europe/Berlin`), "" when Slack does not say."""
+    admin: bool
+    """An admin or owner of the workspace."""
+
+
 class Locales:
-    """Each person's Slack locale (`de-DE`), asked once from `users.info`; reports follow it."""
+    """Each person's Slack locale (`de-DE`) and time zone, asked once from `users.info`; reports
+    follow the locale, watches the time zone."""
 
     def __init__(self, client: AsyncWebClient, *, wait_s: float = 3.0) -> None:
         self._client = client
         self.wait_s = wait_s
         """How long a run's start waits for it: runs start two at a time, so a slow
         `users.info` must not hold the others back for the SDK's whole timeout."""
-        self._known: dict[tuple[str, str], str] = {}
+        self._known: dict[tuple[str, str], Person] = {}
 
     async def of(self, caller: Caller) -> str | None:
         """None when Slack will not say in time (or at all: an install without `users:read`):
         the topic's language decides then."""
+        person = await self._person(caller)
+        return (person.locale or None) if person else None
+
+    async def tz(self, caller: Caller) -> str:
+        """The person's time zone; UTC when Slack will not say in time."""
+        person = await self._person(caller)
+        return (person.tz or "UTC") if person else "UTC"
+
+    async def is_admin(self, caller: Caller) -> bool:
+        """Asked of Slack anew (someone may have lost the role since); no answer is no."""
+        person = await self._person(caller, fresh=True)
+        return person is not None and person.admin
+
+    async def _person(self, caller: Caller, *, fresh: bool = False) -> Person | None:
         key = (caller.workspace, caller.user)
-        if key not in self._known:
+        if fresh or key not in self._known:
             try:
                 async with asyncio.timeout(self.wait_s):
                     with slack_errors():
                         info = await self._client.users_info(user=caller.user, include_locale=True)
             except TimeoutError:
-                log.warning("slack: no locale for %s: users.info took too long", caller.user)
+                log.warning("slack: nothing known of %s: users.info took too long", caller.user)
                 return None  # not kept: asked again at this person's next run
             except ChatError as error:
-                log.warning("slack: no locale for %s: %s", caller.user, error)
+                log.warning("slack: nothing known of %s: %s", caller.user, error)
                 return None
-            self._known[key] = str((info.get("user") or {}).get("locale") or "")
-        return self._known[key] or None
+            user = info.get("user") or {}
+            admin = bool(user.get("is_admin") or user.get("is_owner"))
+            self._known[key] = Person(
+                str(user.get("locale") or ""), str(user.get("tz") or ""), admin
+            )
+        return self._known[key]
+
+
+async def answer_watch(
+    watches: WatchCommands, locales: Locales, caller: Caller, wanted: Command
+) -> str:
+    """A watch command's private answer: the time zone asked of Slack only to make a watch, and
+    whether the person is an admin only when the watch is not theirs."""
+    if wanted.kind == "watch":
+        reply = await watches.add(caller, wanted, await locales.tz(caller))
+    elif wanted.kind == "watches":
+        reply = await watches.list(caller)
+    else:
+        reply = await watches.change(caller, wanted, partial(locales.is_admin, caller))
+    return reply_text(reply)
+
+
+async def post_notice(
+    client: AsyncWebClient, budget: SlackBudget, origin: Origin, text: str
+) -> None:
+    """One plain message in the origin's channel (escaped, no unfurl). Raises ChatError when
+    Slack refuses; a channel the bot was removed from is not joined again (`not_in_channel`)."""
+    with slack_errors():
+        async with budget.posts(origin.channel):
+            await client.chat_postMessage(
+                channel=origin.channel,
+                text=message_text(text),
+                unfurl_links=False,
+                unfurl_media=False,
+            )
 
 
 async def first_delivery(store: Store, body: dict[str, Any]) -> bool:

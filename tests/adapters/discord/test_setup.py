@@ -32,7 +32,20 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
         "usage",
         "show",
         "export",
+        "watch",
+        "watches",
+        "watch-pause",
+        "watch-resume",
+        "unwatch",
     ]
+    topic, every, _, mode = options["watch"]["options"]
+    assert (topic["name"], topic["required"], topic["max_length"]) == ("topic", True, 300)
+    assert [c["value"] for c in every["choices"]] == ["daily", "weekdays", "weekly", "monthly"]
+    assert (every["required"], [c["value"] for c in mode["choices"]]) == (
+        False,
+        ["company", "contracts"],
+    )
+    assert [o["name"] for o in options["unwatch"]["options"]] == ["watch"]
     (words,) = options["search"]["options"]
     assert (words["name"], words["type"], words["required"]) == ("words", 3, True)
     days = options["usage"]["options"][0]

@@ -72,6 +72,7 @@ async def test_help_lists_deep_research(bot: SlackWorld) -> None:
     assert "`/research deep &lt;company&gt;`" in text
     assert "`/research deep contracts &lt;filters&gt;`" in text
     assert "`/research company deep instinct`" in text and "`/research Deep Instinct`" in text
+    assert "`/research watch &lt;company&gt; [daily|weekdays|weekly|monthly] [deep]`" in text
 
 
 @pytest.mark.parametrize(
