@@ -81,9 +81,10 @@ async def tell_refused(store: Store, notice: ChannelNotice, watch: Watch, why: s
 class WatchDelivery:
     """Wraps the listener of one watched run. When its first delivery (the status message
     opening its thread) is refused because the channel is gone, the watch is paused, the run
-    cancelled and nothing more is sent. A front end that keeps the refusal to itself (it stops
-    the run and posts nothing) is found out from the run's record, which then has no thread:
-    one plain line in the channel tells the people there, or, refused too, says why."""
+    cancelled and nothing more is sent. Refused for another reason, or by a front end that keeps
+    the refusal to itself (Slack's stops the run and posts nothing), it is found out from the
+    run's record, which then has no thread: the run is cancelled (nobody would see it), and one
+    plain line tells the channel so, or, refused too because the channel is gone, says why."""
 
     def __init__(
         self,
@@ -113,10 +114,10 @@ class WatchDelivery:
         try:
             await self._listener.on_event(run, event)
         except ChatError as error:
-            if not channel_gone(self._watch.platform, error):
-                raise
-            await self._stop(run, error)
-            return
+            if channel_gone(self._watch.platform, error):
+                await self._stop(run, error)
+                return
+            log.warning("run %s of watch %s: not posted: %s", run.run_id, self._watch.id, error)
         if not await self._shown(run):
             text = SKIPPED.format(id=self._watch.id, topic=self._watch.topic)
             self.gone = await tell_channel(self._store, self._notice, self._watch, text)

@@ -126,3 +126,19 @@ async def test_a_deleted_channel_pauses_the_watch_after_one_failed_delivery(
     world.clock.now = MONDAY_9 + timedelta(days=1)
     assert await world.tick() == []
     assert len(world.fake.find("POST", rf"/channels/{channel}/messages")) == posts
+
+
+async def test_a_status_refused_for_another_reason_stops_the_run_and_says_so_once(
+    world: World,
+) -> None:
+    await world.add()
+    channel = world.fake.guild.channel_id
+    world.fake.fail_next("POST", rf"/channels/{channel}/messages", 413)
+    [run_id] = await world.tick()
+
+    assert (await world.store.get_run(run_id)).status is RunStatus.CANCELLED
+    [listed] = await world.store.list_watches("discord", world.fake.guild.guild_id)
+    assert listed.status is WatchStatus.ACTIVE
+    [refused, line] = world.fake.find("POST", rf"/channels/{channel}/messages")
+    assert refused.status == 413
+    assert "could not be posted here" in line.body["content"]

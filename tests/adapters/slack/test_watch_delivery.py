@@ -201,3 +201,16 @@ async def test_a_run_covering_missed_periods_says_how_many_in_its_thread(world: 
     thread = world.slack.thread("C1", parent.response["ts"])
     assert thread.count(missed_line(3)) == 1
     assert (await world.store.get_run(run_id)).status is RunStatus.DONE
+
+
+@pytest.mark.parametrize("world", [QuotaLimits(daily_budget_usd=0.0)], indirect=True)
+async def test_a_refusal_that_cannot_be_told_because_the_channel_is_gone_pauses_the_watch(
+    world: World,
+) -> None:
+    await world.add()
+    world.slack.private_channels.add("C1")
+    assert await world.tick() == []
+
+    [paused] = await world.store.list_watches("slack", "T1")
+    assert paused.status is WatchStatus.PAUSED
+    assert paused.paused_reason is not None and "channel_not_found" in paused.paused_reason
