@@ -14,9 +14,8 @@ import pytest
 
 from bot.adapters.discord.app import build_discord_client
 from bot.adapters.discord.setup import discord_token, login
-from bot.adapters.discord.sink import discord_errors
 from bot.cli.serve import watch_clock
-from bot.domain import Origin, RunStatus
+from bot.domain import RunStatus
 from bot.runs.manager import RunManager
 from bot.runs.watch_scheduler import WatchScheduler
 from bot.store.runs import Store
@@ -83,11 +82,7 @@ async def world(fake: FakeDiscord, tmp_path: Path) -> AsyncIterator[World]:
     async with client:
         await login(client, discord_token(settings))
 
-        async def notice(origin: Origin, text: str) -> None:
-            with discord_errors():
-                await client.get_partial_messageable(int(origin.channel)).send(text)
-
-        runs.front_ends.attach("discord", client.listener_for, notice)
+        runs.front_ends.attach("discord", client.listener_for, client.post_notice)
         yield World(fake, clock, store, runs, watch_clock(store, runs, terminal=False))
         await runs.shutdown()
     await store.close()

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.adapters.slack.client import slack_errors
 from bot.adapters.slack.front import SlackFrontEnd
 from bot.cli.serve import watch_clock
-from bot.domain import Origin, RunStatus
+from bot.domain import RunStatus
 from bot.runs.manager import RunManager
 from bot.runs.quota import Quota, QuotaLimits
 from bot.runs.watch_scheduler import WatchScheduler, missed_line
@@ -81,11 +80,7 @@ async def world(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator
         front = front_end(slack, runs, store, **EDITED)
         runner, sender = await serve(front, slack)
 
-        async def notice(origin: Origin, text: str) -> None:
-            with slack_errors():
-                await front.client.chat_postMessage(channel=origin.channel, text=text)
-
-        runs.front_ends.attach("slack", front.listener_for, notice)
+        runs.front_ends.attach("slack", front.listener_for, front.post_notice)
         yield World(
             slack, clock, store, runs, front, sender, watch_clock(store, runs, terminal=False)
         )
