@@ -270,6 +270,7 @@ STEPS: tuple[Step, ...] = (
     _pages,
     scope_search_index,
     add_watches,
+    create_search_index,
 )
 """Append-only, portable (SQLAlchemy DDL, or SQL both engines speak): step N takes version
 `len(SQLITE_SCRIPTS) + N` to the next. Never edit a shipped step; add the next, and change
@@ -328,8 +329,7 @@ SQLITE_SCRIPTS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN depth TEXT NOT NULL DEFAULT 'quick';
     """,
-    # 5: follow-up questions (child runs of the run they ask about) and the report versions a
-    # follow-up makes (version 1 is the run's own row in `reports`; these are 2, 3 …).
+    # 5: follow-up questions (child runs) and the versions they make of a report (2, 3 …).
     """
     ALTER TABLE runs ADD COLUMN parent_run_id TEXT REFERENCES runs (run_id) ON DELETE CASCADE;
     CREATE INDEX runs_parent ON runs (parent_run_id, created_at);

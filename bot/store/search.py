@@ -19,7 +19,7 @@ from bot.errors import RequestError
 from bot.store.connection import Database
 from bot.store.rows import NEWEST_FIRST, scope, visible_from
 from bot.store.schema import REPORT_VERSIONS, REPORTS, RUNS
-from bot.store.search_index import SEPARATOR
+from bot.store.search_index import BUCKET_RUNS, SEPARATOR
 
 MAX_QUERY_CHARS = 400
 MAX_WORDS = 32
@@ -45,21 +45,29 @@ _SQLITE_BEST = """
 """The newest matching texts (the last indexed), ranked, (run_id, version, rank), higher
 rank better: bm25 over the text only, not its scope tokens, negated (FTS5 gives the best the
 lowest). The scope is in the MATCH, so FTS5 reads only texts the viewer may see."""
-_POSTGRES_BEST = """
-    SELECT run_id, version, ts_rank(search, q, 1) AS rank FROM (
-        SELECT t.run_id, t.version, t.search, q FROM (
-            SELECT run_id, 1 AS version, created_at, search FROM reports
-            UNION ALL
-            SELECT run_id, version, created_at, search FROM report_versions
-        ) AS t JOIN runs r ON r.run_id = t.run_id, plainto_tsquery('simple', :match) AS q
-        WHERE t.search @@ q AND r.platform = :platform AND r.workspace = :workspace
-            AND (CAST(:viewer AS text) IS NULL OR r.private = 0 OR r.channel = :viewer)
-        ORDER BY t.created_at DESC LIMIT :ranked
+_POSTGRES_NEWEST = """
+    SELECT run_id, version, seq, ts_rank(search, plainto_tsquery('simple', :words), 1) AS rank
+    FROM (
+        SELECT run_id, 1 AS version, search_seq AS seq, search FROM reports
+        WHERE search @@ (plainto_tsquery('simple', :words) && CAST(:scope AS tsquery))
+            AND search_seq < :below
+        UNION ALL
+        SELECT run_id, version, search_seq, search FROM report_versions
+        WHERE search @@ (plainto_tsquery('simple', :words) && CAST(:scope AS tsquery))
+            AND search_seq < :below
+        ORDER BY seq DESC, version DESC LIMIT :wanted
     ) AS newest
 """
-"""The same on PostgreSQL, (run_id, version, rank) of the newest matching texts in the scope
-(the rule here only narrows what is ranked; the query around it applies it): ts_rank divided by
-the log of the text's length, as bm25 weighs long texts down."""
+"""On PostgreSQL, (run_id, version, seq, rank) of the newest `wanted` texts that have the words
+and the scope lexemes of `:scope` (its time buckets too, while a search walks them), of runs
+before `below`: ts_rank divided by the log of the text's length, as bm25 weighs long texts
+down. The GIN index finds them; only the newest are read and ranked."""
+WALK = (8, 16, 32, 64)
+"""The buckets a broad search asks for at each step, newest first, before the rest at once."""
+
+
+_Place = tuple[str, str]
+"""A workspace: (platform, workspace)."""
 
 
 class ReportHit(BaseModel):
@@ -104,60 +112,65 @@ class SearchQueries:
         workspace: str,
         viewer_channel: str | None,
         limit: int = 10,
+        ranked: int = RANKED,
     ) -> list[ReportHit]:
         """The texts of one workspace (the terminal is `platform="terminal"`) that have every
         word of `words`, best first, newest first among equals, one hit per run. A private
         conversation's runs are found only from that conversation (`viewer_channel`); None is
         the operator's view from the terminal, which sees the whole workspace. Syntax in
-        `words` is not syntax: only its words count; with none, []."""
+        `words` is not syntax: only its words count; with none, []. Of the texts found, the
+        newest `ranked` are ranked (`RANKED`)."""
         wanted = search_words(words)
         if not wanted:
             return []
         limit = max(1, min(limit, MAX_LIMIT))
 
         def work(conn: Connection) -> list[ReportHit]:
-            best = _best(conn, wanted, platform, workspace, viewer_channel, limit)
+            best = _best(conn, wanted, (platform, workspace), viewer_channel, limit, ranked)
             return [_hit(conn, run, version, rank, wanted) for run, version, rank in best]
 
         return await self._db.read(work)
 
 
 def _best(
-    conn: Connection, wanted: list[str], platform: str, workspace: str, viewer: str | None, n: int
+    conn: Connection, words: list[str], place: _Place, viewer: str | None, n: int, ranked: int
 ) -> list[tuple[Row[Any], int, float]]:
     """The best `n` runs, each with its best text: the best texts in the order hits are shown
     (rank, then newest run, then latest version), a few more than `n`, more when several
-    versions of one run take places."""
-    fetch = 2 * n + 8
+    versions of one run take places. Who may see a run is decided from `runs` as it is now
+    (the index's copy of each text's scope narrows what is read, never decides alone)."""
+    fetch, sqlite = 2 * n + 8, conn.dialect.name == "sqlite"
+    texts = [] if sqlite else _postgres_ranked(conn, words, place, viewer, ranked)
     while True:
-        found = conn.execute(_texts(conn, wanted, platform, workspace, viewer, fetch)).all()
-        best: dict[str, Row[Any]] = {}
-        for row in found:  # in the hits' own order, so a run's first text is its best
-            best.setdefault(row.run_id, row)
-        if len(best) >= n or len(found) < fetch:
-            return [(row, row.version, row.rank) for row in list(best.values())[:n]]
+        if sqlite:
+            rows = conn.execute(_sqlite_texts(words, place, viewer, fetch, ranked)).all()
+            found = [(row, row.version, row.rank) for row in rows]
+            every = len(found) < fetch
+        else:
+            found, every = _visible(conn, texts[:fetch], place, viewer), fetch >= len(texts)
+        best: dict[str, tuple[Row[Any], int, float]] = {}
+        for hit in found:  # in the hits' own order, so a run's first text is its best
+            best.setdefault(hit[0].run_id, hit)
+        if len(best) >= n or every:
+            return list(best.values())[:n]
         fetch *= 4
 
 
-def _texts(
-    conn: Connection, wanted: list[str], platform: str, workspace: str, viewer: str | None, n: int
+def _sqlite_texts(
+    wanted: list[str], place: _Place, viewer: str | None, n: int, ranked: int
 ) -> Select[Any]:
     """The best `n` texts of the workspace that the viewer may see, best first, with their runs.
-    The rule is applied from `runs` as it is now (on SQLite the index's copy of each text's scope
-    also narrows what FTS5 reads, but never decides alone who sees a text)."""
-    if conn.dialect.name == "sqlite":
-        # Each word quoted: FTS5 reads a bare `OR`, `NEAR(`, `-` or `col:` as its own syntax.
-        words = " ".join(f'"{word}"' for word in wanted)
-        names = SEPARATOR.join([platform, workspace])
-        seen = f'"a{names.encode().hex()}"'
-        if viewer is not None:
-            channel = SEPARATOR.join([names, viewer]).encode().hex()
-            seen = f'("p{names.encode().hex()}" OR "c{channel}")'
-        match = f"markdown : ({words}) AND scope : {seen}"
-        sql = text(_SQLITE_BEST).bindparams(match=match, ranked=RANKED)
-    else:
-        place = {"platform": platform, "workspace": workspace, "viewer": viewer}
-        sql = text(_POSTGRES_BEST).bindparams(match=" ".join(wanted), ranked=RANKED, **place)
+    The index's copy of each text's scope narrows what FTS5 reads."""
+    platform, workspace = place
+    # Each word quoted: FTS5 reads a bare `OR`, `NEAR(`, `-` or `col:` as its own syntax.
+    words = " ".join(f'"{word}"' for word in wanted)
+    names = SEPARATOR.join([platform, workspace])
+    seen = f'"a{names.encode().hex()}"'
+    if viewer is not None:
+        channel = SEPARATOR.join([names, viewer]).encode().hex()
+        seen = f'("p{names.encode().hex()}" OR "c{channel}")'
+    match = f"markdown : ({words}) AND scope : {seen}"
+    sql = text(_SQLITE_BEST).bindparams(match=match, ranked=ranked)
     texts = sql.columns(run_id=SQLText, version=Integer, rank=Float).subquery("texts")
     return (
         select(RUNS, texts.c.version, texts.c.rank)
@@ -166,6 +179,54 @@ def _texts(
         .order_by(texts.c.rank.desc(), *NEWEST_FIRST, texts.c.version.desc())
         .limit(n)
     )
+
+
+def _postgres_ranked(
+    conn: Connection, wanted: list[str], place: _Place, viewer: str | None, ranked: int
+) -> list[Row[Any]]:
+    """The newest `ranked` texts of the scope that have the words, best first. The newest
+    buckets are asked for first, more of them at each step, so a word in a third of the
+    reports reads a few thousand texts, not tens of thousands."""
+    platform, workspace = place
+    names = SEPARATOR.join(place).encode().hex()
+    lexemes = f"'ws:{names}'"  # hex and digits only: nothing here is tsquery syntax
+    if viewer is not None:
+        channel = SEPARATOR.join([*place, viewer]).encode().hex()
+        lexemes += f" & ('pub:{names}' | 'ch:{channel}')"
+    newest = select(RUNS.c.created_seq).where(*scope(platform, workspace))
+    last = conn.execute(newest.order_by(*NEWEST_FIRST).limit(1)).scalar()
+    if last is None:
+        return []
+    found: list[Row[Any]] = []
+    top = last // BUCKET_RUNS + 1  # one more: a run made a moment earlier may count later
+    words = " ".join(wanted)
+    for size in (*WALK, 0):
+        if top < 0 or len(found) >= ranked:
+            break
+        low = max(0, top - size + 1) if size else 0
+        buckets = " | ".join(f"'b:{bucket}'" for bucket in range(top, low - 1, -1))
+        step = f"{lexemes} & ({buckets})" if size else lexemes
+        found += conn.execute(
+            text(_POSTGRES_NEWEST),
+            {
+                "words": words,
+                "scope": step,
+                "below": (top + 1) * BUCKET_RUNS,
+                "wanted": ranked - len(found),
+            },
+        ).all()
+        top = low - 1
+    return sorted(found, key=lambda row: (-row.rank, -row.seq, -row.version))
+
+
+def _visible(
+    conn: Connection, texts: list[Row[Any]], place: _Place, viewer: str | None
+) -> list[tuple[Row[Any], int, float]]:
+    """Of `texts`, in their order, those whose run is in the place and seen from the viewer."""
+    ids = {row.run_id for row in texts}
+    query = select(RUNS).where(RUNS.c.run_id.in_(ids), *scope(*place), *visible_from(viewer))
+    runs = {run.run_id: run for run in conn.execute(query)}
+    return [(runs[row.run_id], row.version, row.rank) for row in texts if row.run_id in runs]
 
 
 def _hit(

@@ -1,14 +1,16 @@
 """The full-text index over stored texts (reports, their later versions, and follow-up answers,
 which are the reports of follow-up runs): what `METADATA` cannot say, created with a new
-database and by the migration that indexes the rows already stored. Kept in sync by the database itself (SQLite triggers, PostgreSQL generated
-columns), so no write path of the store can forget it.
+database and by the migration that indexes the rows already stored. Kept in sync by the
+database itself (triggers on both), so no write path of the store can forget it.
 
 SQLite: one FTS5 index whose text lives where it already is (external content, read through a
 view), keyed by `report_search_keys`, whose INTEGER PRIMARY KEY survives VACUUM (the rowid of a
 table keyed by text does not). Beside each text the index holds its scope as three tokens (its
 workspace, its conversation, and public or not, each the hex of those names), so a search's
 workspace and privacy rule are part of its MATCH and FTS5 can rank and cut to the best few
-itself. PostgreSQL: a generated `tsvector` column on each table with a GIN index beside it.
+itself. PostgreSQL: a `tsvector` column on each table, with a GIN index, holding the text's
+words and the same scope as lexemes, and its run's time bucket (`BUCKET_RUNS`), so that the
+index itself finds only the viewer's texts, the newest buckets first.
 
 Both engines index words as written, lowercased, neither stemmed nor stripped of stop words or
 accents: reports are in whatever language their asker writes, and a stemmer for one language
@@ -108,14 +110,53 @@ def _sqlite_triggers(table: str, version: str) -> list[str]:
     ]
 
 
-def _postgres(table: str) -> list[str]:
-    # A generated column is computed for the rows already there when it is added, and on every
-    # insert and update after: by the database, whoever writes (the store, `db copy`).
-    vector = f"to_tsvector('simple'::regconfig, left(markdown, {MAX_INDEXED_CHARS}))"
-    return [
-        f"ALTER TABLE {table} ADD COLUMN search tsvector GENERATED ALWAYS AS ({vector}) STORED",
-        f"CREATE INDEX {table}_search ON {table} USING gin (search)",
+BUCKET_RUNS = 1_000
+"""PostgreSQL: runs per time bucket. A text's vector holds `b:<n>`, n its run's `created_seq`
+divided by this, so a broad search can ask the GIN index for the newest buckets first."""
+_HEX = "encode(convert_to({}, 'UTF8'), 'hex')"
+_PLACE = "r.platform || chr(31) || r.workspace"
+_POSTGRES_FILL = f"""CREATE FUNCTION report_search_fill() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        SELECT to_tsvector('simple'::regconfig, left(NEW.markdown, {MAX_INDEXED_CHARS}))
+            || array_to_tsvector(ARRAY[
+                'ws:' || {_HEX.format(_PLACE)},
+                CASE WHEN r.private = 0 THEN 'pub:' || {_HEX.format(_PLACE)}
+                    ELSE 'ch:' || {_HEX.format(_PLACE + " || chr(31) || r.channel")} END,
+                'b:' || (r.created_seq / {BUCKET_RUNS})]),
+            r.created_seq
+        INTO NEW.search, NEW.search_seq FROM runs r WHERE r.run_id = NEW.run_id;
+        RETURN NEW;
+    END $$"""
+"""A text's vector: its words as written (the `simple` configuration) and, taken verbatim (no
+parser between), its run's scope and bucket: `ws:` its workspace, `pub:` that workspace when
+the run is public or `ch:` its conversation when not, each the hex of the names (so no name can
+break or reach into a query), and `b:` its bucket; `search_seq` its run's `created_seq`."""
+_POSTGRES_SCOPE = """CREATE FUNCTION runs_search_scope() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE reports SET markdown = markdown WHERE run_id = NEW.run_id;
+        UPDATE report_versions SET markdown = markdown WHERE run_id = NEW.run_id;
+        RETURN NULL;
+    END $$"""
+"""A run moved to another conversation, or made public: its texts' vectors are made again."""
+
+
+def _postgres() -> list[str]:
+    # Trigger-kept, not generated: a generated column may not read another table (the run).
+    statements = [
+        _POSTGRES_FILL,
+        _POSTGRES_SCOPE,
+        "CREATE TRIGGER runs_search_scope AFTER UPDATE OF platform, workspace, channel, private,"
+        " created_seq ON runs FOR EACH ROW EXECUTE FUNCTION runs_search_scope()",
     ]
+    for table in _TEXTS:
+        statements += [
+            f"ALTER TABLE {table} ADD COLUMN search tsvector, ADD COLUMN search_seq bigint",
+            f"CREATE TRIGGER {table}_search BEFORE INSERT OR UPDATE OF markdown, run_id"
+            f" ON {table} FOR EACH ROW EXECUTE FUNCTION report_search_fill()",
+            f"UPDATE {table} SET markdown = markdown",  # the texts stored before
+            f"CREATE INDEX {table}_search ON {table} USING gin (search)",
+        ]
+    return statements
 
 
 def search_index_added(conn: Connection) -> bool:
@@ -126,13 +167,22 @@ def search_index_added(conn: Connection) -> bool:
 
 
 def create_search_index(conn: Connection) -> None:
-    """The index over the texts stored now, and what keeps it in sync from here on."""
+    """The index over the texts stored now as this release builds it, and what keeps it in sync
+    from here on. Also step 15: on PostgreSQL, where step 11 of an earlier release left a
+    generated column of words only, the vectors are made again with their scope and bucket;
+    an index already built this way is left as it is."""
     if conn.dialect.name == "sqlite":
+        if search_index_added(conn):
+            return
         statements = [*_SQLITE]
         for table, version in _TEXTS.items():
             statements += _sqlite_triggers(table, version)
     else:
-        statements = [sql for table in _TEXTS for sql in _postgres(table)]
+        columns = {column["name"]: column for column in inspect(conn).get_columns("reports")}
+        if "search" in columns and "computed" not in columns["search"]:
+            return
+        statements = [f"ALTER TABLE {table} DROP COLUMN IF EXISTS search" for table in _TEXTS]
+        statements += _postgres()
     for statement in statements:
         conn.exec_driver_sql(statement)
 

@@ -160,8 +160,17 @@ INSERT_REPORTED_RUN = (
 )
 
 
+TEXT_TABLES = ("reports", "report_versions")
 BEFORE_SEARCH = len(schema.SQLITE_SCRIPTS) + schema.STEPS.index(schema._search)
 """The schema version of the release before search."""
+
+
+UNINDEXED = [
+    "DROP FUNCTION runs_search_scope() CASCADE",
+    "DROP FUNCTION report_search_fill() CASCADE",
+    *(f"ALTER TABLE {t} DROP COLUMN search, DROP COLUMN search_seq" for t in TEXT_TABLES),
+]
+"""PostgreSQL: the index taken off (its triggers with their functions)."""
 
 
 def _previous_release(target: str | Path, scratch: Path) -> None:
@@ -174,9 +183,8 @@ def _previous_release(target: str | Path, scratch: Path) -> None:
         with psycopg.connect(target, autocommit=True) as conn:
             for sql in [
                 *(f"DROP TABLE {name}" for name in later),
+                *UNINDEXED,
                 "ALTER TABLE runs DROP COLUMN private",
-                "ALTER TABLE reports DROP COLUMN search",
-                "ALTER TABLE report_versions DROP COLUMN search",
                 f"UPDATE schema_version SET version = {BEFORE_SEARCH}",
                 *INSERT_REPORTED_RUN.split(";")[:2],
             ]:
@@ -306,3 +314,30 @@ async def test_an_index_without_scopes_is_built_anew_with_them(tmp_path: Path) -
     assert _found(public, ids) == [("globex", 1), ("acme", 1)]
     assert sorted(_found(private, ids)) == [("acme", 1), ("globex", 1), ("secret", 1)]
     assert {h.run_id for h in operator} == {ids["acme"], ids["globex"], ids["secret"], later}
+
+
+async def test_a_generated_index_of_words_only_is_made_again_with_scopes(pg_url: str) -> None:
+    t1 = {"platform": "slack", "workspace": "T1"}
+    async with Store.connect(pg_url, clock=StepClock()) as before:
+        ids = await _history(before)
+    words = "to_tsvector('simple'::regconfig, left(markdown, 400000))"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for sql in [
+            *UNINDEXED,
+            *(
+                f"ALTER TABLE {t} ADD COLUMN search tsvector GENERATED ALWAYS AS ({words}) STORED"
+                for t in TEXT_TABLES
+            ),
+            *(f"CREATE INDEX {t}_search ON {t} USING gin (search)" for t in TEXT_TABLES),
+            f"UPDATE schema_version SET version = {len(schema.SQLITE_SCRIPTS) + len(schema.STEPS) - 1}",
+        ]:
+            conn.execute(sql)  # type: ignore[arg-type]
+
+    async with Store.connect(pg_url, clock=StepClock()) as after:
+        public = await after.search_reports("robots", **t1, viewer_channel="C1")
+        private = await after.search_reports("robots", **t1, viewer_channel="D9")
+        zalando = await after.search_reports("zalando", **t1, viewer_channel="C1")
+
+    assert _found(public, ids) == [("globex", 1), ("acme", 1)]
+    assert sorted(_found(private, ids)) == [("acme", 1), ("globex", 1), ("secret", 1)]
+    assert sorted(_found(zalando, ids)) == [("acme", 2), ("follow_up", 1)]
