@@ -235,7 +235,8 @@ async def open_services(
         if settings.mcp_config is not None:
             toolbox = toolbox.with_scoped(await mcp_tools(settings.mcp_config, stack))
         toolbox = reusing(toolbox, pages)
-        earlier = RecentReports(store, days=settings.reuse_days) if settings.reuse_days else None
+        # Reuse off still lets a watched run start from its watch's last report.
+        earlier = RecentReports(store, days=settings.reuse_days)
         quick = Researcher(model, toolbox, compressor, limits(settings), earlier=earlier)
         deep = DeepResearch(
             model, toolbox, compressor, limits(settings), deep_limits(settings), earlier=earlier

@@ -1,5 +1,6 @@
-"""Starting from the workspace's recent report on the same company: a quick or deep run (not a
-follow-up) asks for it at its start; the thread is told, and the report comes after the task,
+"""Starting from an earlier report: a quick or deep run (not a follow-up) asks at its start for
+its watch's last report (a watched run, whatever that report's age) or else the workspace's
+recent report on the same company; the thread is told, and the report comes after the task,
 fenced as earlier findings, with its sources numbered as they were so the model can cite them.
 The store finds it (bot/store/recent.py); one that fails only costs the head start."""
 
@@ -35,9 +36,18 @@ class EarlierReports(Protocol):
         window, that its conversation may see; never `run_id` itself."""
         ...
 
+    async def watch_reports(self, request: Request, *, run_id: str) -> list[EarlierRun]:
+        """The reports of the runs of `request`'s watch made before `run_id`, oldest first,
+        whatever their age ([] when the request is not watched)."""
+        ...
 
-def started_from(earlier: EarlierRun) -> str:
+
+def started_from(earlier: EarlierRun, *, watched: bool = False) -> str:
     day = earlier.created_at.date().isoformat()
+    if watched:
+        return (
+            f"This watch's last report is of {day} (run {earlier.run_id}): this run starts from it."
+        )
     return (
         f"This workspace researched {earlier.topic} on {day} (run {earlier.run_id}): this run "
         "starts from that report."
@@ -48,8 +58,13 @@ async def start_from_earlier(run: RunState, reports: EarlierReports | None) -> N
     """Before the first turn: `run` given its workspace's recent report, when there is one."""
     if reports is None or run.request.parent_run_id is not None:
         return
+    watched = run.request.watch_id is not None
     try:
-        earlier = await reports.recent_report(run.request, run_id=run.run_id)
+        if watched:
+            found = await reports.watch_reports(run.request, run_id=run.run_id)
+            earlier = found[-1] if found else None
+        else:
+            earlier = await reports.recent_report(run.request, run_id=run.run_id)
     except StoreError as error:
         log.warning("run %s: could not look for an earlier report: %s", run.run_id, error)
         return
@@ -60,6 +75,7 @@ async def start_from_earlier(run: RunState, reports: EarlierReports | None) -> N
     day = earlier.created_at.date().isoformat()
     first = run.messages[0]
     first["content"] = (
-        f"{first['content']}\n\n{earlier_findings(earlier.topic, day, earlier.markdown)}"
+        f"{first['content']}\n\n"
+        f"{earlier_findings(earlier.topic, day, earlier.markdown, watched=watched)}"
     )
-    run.emit(Notice(message=started_from(earlier)))
+    run.emit(Notice(message=started_from(earlier, watched=watched)))

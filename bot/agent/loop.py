@@ -28,8 +28,10 @@ from bot.agent.events import (
 )
 from bot.agent.models.port import ModelPort
 from bot.agent.prompts import system_prompt, task
+from bot.agent.report.changes import WatchChanges
 from bot.agent.report.finish_guard import FinishGuard
 from bot.agent.report.judge import ClaimChecker
+from bot.agent.report.recheck import ReadTexts
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps, Written
 from bot.agent.web.registry import Toolbox
@@ -54,7 +56,8 @@ class Researcher:
         *,
         earlier: EarlierReports | None = None,
     ) -> None:
-        """`earlier`: the workspace's recent reports, a run on the same company starts from."""
+        """`earlier`: the workspace's recent reports, a run on the same company starts from,
+        and a watch's earlier reports, a watched run starts from and says what changed since."""
         self._model = model
         self._earlier = earlier
         self._toolbox = toolbox
@@ -69,7 +72,8 @@ class Researcher:
         claims = ClaimChecker(
             model, fast_model=fast, timeout_s=timeout_s, max_cost_usd=limits.max_cost_usd
         )
-        self._writeup = WriteUp(model, limits=limits, claims=claims)
+        changes = WatchChanges(earlier, claims) if earlier is not None else None
+        self._writeup = WriteUp(model, limits=limits, claims=claims, changes=changes)
 
     def research(self, run_id: str, request: Request, control: Control) -> AsyncIterator[Event]:
         return drain(lambda emit: self._work(run_id, request, control, emit))
@@ -88,6 +92,7 @@ class Researcher:
 
         def work(emit: Callable[[Event], None]) -> Coroutine[Any, Any, None]:
             run = RunState.from_history(request, history, emit, self._deadline(), run_id)
+            run.texts = ReadTexts.of(history)
             run.tools = self._toolbox.schemas(request.origin.scope)
             if why == "interrupted" and run.prior_report is None and not run.evidence:
                 # Nothing was lost but the request, which is stored: start it again ourselves.
@@ -117,6 +122,7 @@ class Researcher:
             task=task(request.mode, request.topic, request.language),
             run_id=run_id,
         )
+        run.texts = ReadTexts()  # which pages it reads afresh: what changed since a watch's last
         run.tools = self._toolbox.schemas(request.origin.scope)
         emit(RunStarted(topic=request.topic, mode=request.mode.value))
         try:

@@ -121,11 +121,23 @@ EARLIER_CHARS = 30_000
 """Of an earlier report a run starts from, what the model is shown."""
 
 
-def earlier_findings(topic: str, day: str, markdown: str) -> str:
-    """What a run that starts from its workspace's recent report on the same company is told,
-    after its task: that report, fenced as earlier findings, its [n] the sources it can cite."""
+NEW_DEVELOPMENTS = "New developments"
+"""The section a watched run's report adds (its heading as written, in English): moved under
+What changed (bot/agent/report/changes.py)."""
+
+
+def earlier_findings(topic: str, day: str, markdown: str, *, watched: bool = False) -> str:
+    """What a run that starts from an earlier report is told, after its task: that report,
+    fenced as earlier findings, its [n] the sources it can cite. A watched run is also asked
+    for what is new since that report."""
+    since = (
+        f" After the TL;DR, add a section headed exactly `## {NEW_DEVELOPMENTS}` (in English): "
+        "what is new since that report, citing the sources this run found, or that nothing is."
+        if watched
+        else ""
+    )
     return (
         f"Earlier findings: this team researched {topic} on {day}. Start from that report; check "
         "what may have changed, fill its gaps, and cite its sources by the numbers it uses (they "
-        "are yours too).\n" + fence(markdown[:EARLIER_CHARS])
+        f"are yours too).{since}\n" + fence(markdown[:EARLIER_CHARS])
     )

@@ -23,6 +23,7 @@ from bot.agent.events import (
 from bot.agent.fence import fence_each
 from bot.agent.models.port import ModelCall, ModelPort
 from bot.agent.prompts import evidence_prompt, synthesis_instruction
+from bot.agent.report.changes import WatchChanges
 from bot.agent.report.judge import ClaimChecker
 from bot.agent.report.model import Report, evidence_report, parse_report
 from bot.agent.state import RunState, Stop, guarded
@@ -67,10 +68,13 @@ class WriteUp:
         *,
         limits: Limits,
         claims: ClaimChecker,
+        changes: WatchChanges | None = None,
     ) -> None:
+        """`changes`: what a watched run's report says changed since its watch's last one."""
         self._model = model
         self._limits = limits
         self._claims = claims
+        self._changes = changes
 
     async def completed(self, run: RunState, control: Control, text: str) -> None:
         await self.deliver(run, control, self._parse(run, text), synthesis=False)
@@ -179,6 +183,8 @@ class WriteUp:
             # Claim support, measured before the report is emitted (and stored with it).
             support = await self._claims.measure(run, report, control)
             report = report.model_copy(update={"support": support})
+        if self._changes is not None:
+            report = await self._changes.add(run, report, control)
         run.emit(
             ReportReady(
                 turn=run.turn, report=report, synthesis=synthesis, from_evidence_only=evidence

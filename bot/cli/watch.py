@@ -153,21 +153,19 @@ def run(
     try:
         check_output(output)
         settings = load_settings()
-        finish, changes = asyncio.run(_run_now(settings, watch_id, output))
+        finish = asyncio.run(_run_now(settings, watch_id, output))
     except BotError as error:
         from bot.cli.research import _failed
 
         raise _failed(error) from None
     from bot.cli.research import _conclude
 
-    if changes is not None and finish.stopped_by is None and finish.listener.path is not None:
-        _open_with(finish.listener.path, changes)
     _conclude(finish)
 
 
-async def _run_now(
-    settings: Settings, watch_id: str, output: Path | None
-) -> tuple[terminal_run.Finish, str | None]:
+async def _run_now(settings: Settings, watch_id: str, output: Path | None) -> terminal_run.Finish:
+    """The watch's run; its report says what changed since the watch's last one (the agent puts
+    that in before the report is stored)."""
     async with reader(settings) as store:
         watch = await store.get_watch(watch_id, *TERMINAL)
     from bot.adapters.chat.sink import StatusView
@@ -193,28 +191,4 @@ async def _run_now(
             raise
         await services.store.record_watch_run(watch.id, record.run_id, advance=True)
         err.print(f"Run {record.run_id} of watch {watch.id}: {watch.topic!r}", markup=False)
-        finish = await follow(services, err, record, listener)
-        changes = await _changes(services.store, watch.id, record.run_id)
-        return finish, changes
-
-
-async def _changes(store: Store, watch_id: str, run_id: str) -> str | None:
-    """What changed since the watch's last report; None for its first (or no report)."""
-    from bot.runs.watch_changes import what_changed
-
-    stored = await store.report(run_id)
-    earlier = await store.earlier_watch_reports(watch_id, run_id)
-    if stored is None or not earlier:
-        return None
-    return what_changed(stored[0], earlier, earlier[-1].created_at)
-
-
-def _open_with(path: Path, changes: str) -> None:
-    """The report file opens with what changed (its first line is told on stderr too)."""
-    from bot.runs.watch_changes import with_changes
-
-    err.print(changes.splitlines()[0].removeprefix("## "), markup=False)
-    try:
-        path.write_text(with_changes(path.read_text(encoding="utf-8"), changes), encoding="utf-8")
-    except OSError as error:
-        err.print(f"research-bot: could not add what changed ({error.strerror}).", markup=False)
+        return await follow(services, err, record, listener)

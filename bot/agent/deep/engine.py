@@ -56,7 +56,9 @@ from bot.agent.events import (
 )
 from bot.agent.loop import STARTED_AGAIN, drain
 from bot.agent.models.port import ModelPort
+from bot.agent.report.changes import WatchChanges
 from bot.agent.report.judge import ClaimChecker
+from bot.agent.report.recheck import ReadTexts
 from bot.agent.state import RunState, Stop
 from bot.agent.steps import Steps
 from bot.agent.structured import ask_for
@@ -91,7 +93,8 @@ class DeepResearch:
             timeout_s=limits.model_timeout_s,
             max_cost_usd=limits.max_cost_usd,
         )
-        writeup = WriteUp(model, limits=limits, claims=claims)
+        changes = WatchChanges(earlier, claims) if earlier is not None else None
+        writeup = WriteUp(model, limits=limits, claims=claims, changes=changes)
         self._writer = FinalWriter(model, compressor, limits, writeup)
         self._supervisor = Supervisor(model, self._writer, limits)
         self.pages_avoided = 0
@@ -136,7 +139,7 @@ class DeepResearch:
     def _main(self, session: Session, run_id: str) -> RunState:
         request, deep = session.request, self._deep
         effort = Effort(deep.max_turns, deep.deadline_s / 60, deep.researchers)
-        return RunState.start(
+        main = RunState.start(
             request,
             session.emit,
             session.deadline,
@@ -146,6 +149,8 @@ class DeepResearch:
             ),
             run_id=run_id,
         )
+        main.texts = ReadTexts()  # shared by the researchers: which pages the run read afresh
+        return main
 
     async def _run(self, session: Session, main: RunState) -> None:
         pages = SharedPages(self._toolbox)
@@ -273,6 +278,7 @@ class DeepResearch:
         again. A draft stored by an older version is not needed: the findings are all there."""
         session = Session(request, control, emit, time.monotonic() + self._deep.deadline_s)
         main = RunState.from_history(request, history, session.emit, session.deadline, run_id)
+        main.texts = ReadTexts.of(history)
         session.turns = sum(isinstance(e, TurnStarted) for e in history)
         session.usage = main.usage
         questions: dict[int, str] = {}

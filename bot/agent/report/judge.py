@@ -84,7 +84,13 @@ _VERDICTS_TOOL = {
 Prompt = tuple[int, Claim, str]
 """A claim's id in the call, the claim, and what the judge is shown of it."""
 # Passages, not whole pages, are judged: what they lack may be elsewhere in the source.
-_NOTES = {"unsupported": "contradicted by the source", "not_stated": "not in the cited excerpts"}
+CONTRADICTED = "contradicted by the source"
+_NOTES = {"unsupported": CONTRADICTED, "not_stated": "not in the cited excerpts"}
+
+
+def contradicted(claim: Claim) -> bool:
+    """The judge found the claim's passages say otherwise (not merely that they lack it)."""
+    return claim.verdict is Verdict.UNSUPPORTED and claim.note.startswith(CONTRADICTED)
 
 
 class ClaimChecker:
@@ -110,6 +116,13 @@ class ClaimChecker:
         claims = in_report_order(report, settled + open_)
         unverified = report.support.unverified if report.support is not None else 0
         return Support(claims=claims, unverified=unverified)
+
+    async def judge(
+        self, run: RunState, report: Report, claims: list[Claim], control: Control
+    ) -> None:
+        """The judge alone on `claims` (unknown, citing `report`'s sources): batched as for a
+        report (what a watched run checks again of its last report, bot/agent/report/changes.py)."""
+        await self._judge(run, report, claims, control)
 
     async def _judge(
         self, run: RunState, report: Report, claims: list[Claim], control: Control
