@@ -56,20 +56,21 @@ def _text(message: dict[str, Any]) -> str:
 
 
 class Model:
-    """The researcher reads `urls` then writes `report`; the judge says a claim with `$12
-    million` is contradicted and every other claim supported; it records each judge prompt."""
+    """The researcher reads `urls` then writes `report`; the judge answers `on_12` for a claim
+    with `$12 million` (contradicted) and supported for every other; it records its prompts."""
 
     def __init__(self) -> None:
         self.urls: list[str] = []
         self.report = FIRST
         self.judged: list[str] = []
+        self.on_12 = "unsupported"
 
     async def __call__(self, body: dict[str, Any]) -> Reply:
         last = _text(body["messages"][-1])
         if any(tool["name"] == "record_verdicts" for tool in body.get("tools", [])):
             self.judged.append(last)
             verdicts = [
-                {"id": int(n), "verdict": "unsupported" if "$12" in said else "supported"}
+                {"id": int(n), "verdict": self.on_12 if "$12" in said else "supported"}
                 for n, said in CLAIM.findall(last)
             ]
             return reply([tool_use("record_verdicts", {"claims": verdicts})], "tool_use")
@@ -185,3 +186,29 @@ async def test_a_quiet_second_run_says_so_in_one_line_and_a_missing_section_is_t
     report = third.outcome.report
     assert report.tldr.startswith(f"No material change since {day}: no new sources,")
     assert [s.heading for s in report.sections] == ["Overview", "New developments"]
+
+
+async def test_a_figure_gone_from_its_page_read_again_is_listed_and_a_page_not_read_is_not(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> None:
+    async with _world(tmp_path, anthropic_api, tavily, web) as (world, model, watch_id):
+        about = web.page("/about", ABOUT_1)
+        team = web.page("/team", page("Acme team", "Acme Robotics was founded in 2015."))
+        model.urls = [about, team]
+        model.report = FIRST.replace("in Lyon [1]", "in Lyon [1]. It was founded in 2015 [2]")
+        await _run(world, watch_id)
+        web.page("/about", page("About Acme", "Acme Robotics makes robots."))
+        model.urls, model.on_12 = [about], "not_stated"
+        model.report = SECOND.replace("$15 million", "an undisclosed sum").replace("[2]", "[1]")
+        second = await _run(world, watch_id)
+
+    report, day = second.outcome.report, _today()
+    assert report.tldr.startswith(f"What changed since {day}: 1 claim no longer holds,")
+    about_n = [s.url for s in report.sources].index(about) + 1
+    body = report.sections[0].body
+    assert (
+        f"- Acme Robotics reported revenue of $12 million in 2025 [{about_n}] ({day}) → "
+        f"no longer stated by [{about_n}] ({day})"
+    ) in body
+    # /team was not read again and no page of this run speaks to the founding year.
+    assert "2015" not in body
