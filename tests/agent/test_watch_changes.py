@@ -14,12 +14,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bot.agent.events import Ending, Notice
+from anthropic import AsyncAnthropic
+
+from bot.agent.calls import Limits
+from bot.agent.compress import Compressor
+from bot.agent.control import Control
+from bot.agent.events import Ending, Event, Notice, ReportReady, ToolFinished
+from bot.agent.loop import Researcher
+from bot.agent.models.port import AnthropicModel
+from bot.agent.report.model import Source
+from bot.agent.web.registry import Toolbox
 from bot.compose import Services, open_services
 from bot.config import Settings
 from bot.domain import Request
+from bot.store.recent import RecentReports
 from bot.watches.model import NewWatch
-from tests.conftest import FAST_MODEL, Recorder, world_env
+from tests.conftest import FAST_MODEL, TEST_MODEL, Recorder, world_env
 from tests.fakes.anthropic_api import FakeAnthropic, Reply, reply, reply_text, reply_tools, tool_use
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
@@ -56,7 +66,7 @@ def _text(message: dict[str, Any]) -> str:
 
 
 class Model:
-    """The researcher reads `urls` then writes `report`; the judge answers `on_12` for a claim
+    """The researcher reads `urls` (when any) then writes `report`; the judge answers `on_12` for a claim
     with `$12 million` (contradicted) and supported for every other; it records its prompts."""
 
     def __init__(self) -> None:
@@ -76,7 +86,7 @@ class Model:
             return reply([tool_use("record_verdicts", {"claims": verdicts})], "tool_use")
         if body["model"] == FAST_MODEL:
             return reply_text("ok")
-        if not any("tool_result" in str(m["content"]) for m in body["messages"]):
+        if self.urls and not any("tool_result" in str(m["content"]) for m in body["messages"]):
             return reply_tools([("read_page", {"url": url}) for url in self.urls])
         return reply_text(self.report)
 
@@ -212,3 +222,44 @@ async def test_a_figure_gone_from_its_page_read_again_is_listed_and_a_page_not_r
     ) in body
     # /team was not read again and no page of this run speaks to the founding year.
     assert "2015" not in body
+
+
+async def test_a_watched_run_finished_after_a_restart_says_what_changed_from_the_store(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> None:
+    async with _world(tmp_path, anthropic_api, tavily, web) as (world, model, watch_id):
+        about = web.page("/about", ABOUT_1)
+        model.urls = [about]
+        await _run(world, watch_id)
+        # The second run had read the changed page when the bot stopped: only its events remain.
+        read = ToolFinished(
+            turn=1,
+            call_id="toolu_01",
+            name="read_page",
+            is_error=False,
+            content="Acme Robotics reported revenue of $15 million in 2025.",
+            sources=[Source(url=about, title="About Acme", read=True)],
+            numbers=[1],
+        )
+        model.urls, model.report = [], SECOND.replace("[2]", "[1]")
+        async with AsyncAnthropic(
+            api_key="sk-test", base_url=anthropic_api.url, max_retries=0
+        ) as client:
+            port = AnthropicModel(client, model=TEST_MODEL, prices={})
+            compressor = Compressor(
+                port, fast_model=FAST_MODEL, threshold_tokens=3_000, timeout_s=5
+            )
+            researcher = Researcher(
+                port, Toolbox([]), compressor, Limits(), earlier=RecentReports(world.store, days=0)
+            )
+            request = Request(topic="Acme Robotics", watch_id=watch_id)
+            history: list[Event] = [read]
+            events = [e async for e in researcher.recover("r2", request, history, Control())]
+
+    [ready] = [e for e in events if isinstance(e, ReportReady)]
+    assert not ready.from_evidence_only  # written by the model from the stored evidence
+    day = _today()
+    assert ready.report.tldr.startswith(f"What changed since {day}: 1 claim no longer holds,")
+    assert "→ “Acme Robotics reported revenue of $15 million in 2025.” [1]" in (
+        ready.report.sections[0].body
+    )
