@@ -5,7 +5,7 @@ its follow-ups), in batches, each committed on its own: a copy cut short keeps w
 written, and running it again inserts only what is missing (a row whose key is already there is
 skipped and counted as such). The source is only read; a file of an earlier release is first
 brought to this release's schema in a temporary copy, never in place. The search index is not
-copied: PostgreSQL computes its own from each report as it arrives (a generated column, outside
+copied: PostgreSQL's triggers compute its own from each report as it arrives (columns outside
 `METADATA`, so never written here).
 """
 
