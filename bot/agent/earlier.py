@@ -74,8 +74,6 @@ async def start_from_earlier(run: RunState, reports: EarlierReports | None) -> N
         run.registry.restore(number, source)  # its [n] stay the numbers it cites
     day = earlier.created_at.date().isoformat()
     first = run.messages[0]
-    first["content"] = (
-        f"{first['content']}\n\n"
-        f"{earlier_findings(earlier.topic, day, earlier.markdown, watched=watched)}"
-    )
+    run.earlier_findings = earlier_findings(earlier.topic, day, earlier.markdown, watched=watched)
+    first["content"] = f"{first['content']}\n\n{run.earlier_findings}"
     run.emit(Notice(message=started_from(earlier, watched=watched)))

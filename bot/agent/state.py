@@ -57,6 +57,9 @@ class RunState:
     evidence: list[str] = field(default_factory=list)
     """What the tools returned (not errors): material for a write-up from evidence."""
     prior_report: Report | None = None
+    earlier_findings: str = ""
+    """The earlier report this run starts from, fenced, as the model was first given it: a deep
+    run's final write-up is given it again (its planner was)."""
     context_tokens: int = 0
     """The last turn's request and reply, in tokens, as the API counted them."""
     compact_forms: dict[str, str] = field(default_factory=dict)

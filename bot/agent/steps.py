@@ -106,7 +106,14 @@ class Steps:
         self, run: RunState, use: ToolUse, results: dict[str, dict[str, Any]]
     ) -> None:
         result = await self._toolbox.call(
-            ToolContext(run.registry, run.run_id, run.request.origin), use.name, use.input
+            ToolContext(
+                run.registry,
+                run.run_id,
+                run.request.origin,
+                fresh=run.request.watch_id is not None,
+            ),
+            use.name,
+            use.input,
         )
         out, compressed, note = result.output, False, ""
         body = out.body

@@ -95,6 +95,7 @@ class FinalWriter:
             index=source_index(main.registry),
             coverage=coverage_text(session.coverage),
             why=why,
+            earlier=main.earlier_findings,
         )
         main.messages = [{"role": "user", "content": prompt}]
         until = time.monotonic() + self._limits.synthesis_timeout_s

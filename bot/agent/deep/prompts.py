@@ -178,11 +178,16 @@ def final_prompt(
     index: str,
     coverage: str,
     why: str = "",
+    earlier: str = "",
 ) -> str:
+    """`earlier`: the earlier findings the run started from (a watch's last report asks for
+    its new developments), as its planner was given them."""
     check = f"{coverage}\n\n" if coverage else ""
+    before = f"{earlier}\n\n" if earlier else ""
     return (
         f"The request: {request_line(mode, topic)}.\n\n{cut_short(why)}The researchers' "
-        f"findings (their summaries are fenced as data):\n\n{findings}\n\n{index}\n\n{check}"
+        f"findings (their summaries are fenced as data):\n\n{findings}\n\n{index}\n\n"
+        f"{before}{check}"
         f"Write the report with the `submit_report` tool, in {_language(language)} (title, "
         "headings, text; names stay as they are): the executive summary (3-5 short bullet "
         "points), then these sections in this order, their headings translated: "

@@ -48,6 +48,9 @@ class ToolContext:
     registry: SourceRegistry
     run_id: str = ""
     origin: Origin = dataclasses.field(default_factory=Origin)
+    fresh: bool = False
+    """Read every page anew, never from the workspace's memory: a watched run looks at the
+    world again, to see what changed since its last report."""
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ class ReusingPages(Toolbox):
         return self._inner.schemas(scope)
 
     async def call(self, ctx: ToolContext, name: str, raw_input: dict[str, Any]) -> ToolResult:
-        if name != READER or not ctx.origin.scope:
+        if name != READER or not ctx.origin.scope or ctx.fresh:
             return await self._inner.call(ctx, name, raw_input)
         try:
             asked = str(ReadPageArgs.model_validate(raw_input).url)

@@ -85,10 +85,11 @@ async def _world(
 
 
 async def _run(
-    world: Services, origin: Origin, topic: str = "Acme Robotics"
+    world: Services, origin: Origin, topic: str = "Acme Robotics", watch_id: str | None = None
 ) -> tuple[str, list[Event]]:
     recorder = Recorder()
-    record = await world.runs.submit(Request(topic=topic, origin=origin), recorder)
+    request = Request(topic=topic, origin=origin, watch_id=watch_id)
+    record = await world.runs.submit(request, recorder)
     await asyncio.wait_for(recorder.finished.wait(), 30)
     assert recorder.outcome.ending is Ending.COMPLETED
     return record.run_id, await world.store.events(record.run_id)
@@ -174,6 +175,17 @@ async def test_reuse_days_zero_turns_it_off(
 
     assert not _read(again).reused and _notices(again) == []
     assert _fetches(web)() == 2 and model.condensing == 2
+
+
+async def test_a_watched_run_reads_its_pages_afresh(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb
+) -> None:
+    # A page remembered from last week would hide what changed on it since.
+    async with _world(tmp_path, anthropic_api, tavily, web) as (world, _):
+        await _run(world, T1)
+        _, watched = await _run(world, T1, watch_id="w0a1b2c")
+
+    assert not _read(watched).reused and _fetches(web)() == 2
 
 
 async def test_a_failing_store_costs_only_the_saving(
