@@ -67,7 +67,10 @@ class WatchQueries:
                 )
             ).scalar_one()
             if count >= limit:
-                raise RequestError(f"This workspace already has {count} watches, the most it may.")
+                raise RequestError(
+                    f"No more watches here: {count} is the most (RESEARCH_BOT_MAX_WATCHES). "
+                    "End one first."
+                )
             row = conn.execute(insert(WATCHES).values(**values).returning(*WATCHES.c)).one()
             return _watch(row)
 

@@ -73,7 +73,7 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
     assert run("add", "Acme")[0] == 0
     code, said = run("add", "Globex")
     assert (code, said.count("\n")) == (2, 0)
-    assert "already has 1 watches" in said
+    assert "No more watches here: 1 is the most" in said
 
 
 def test_history_json_marks_a_watched_run_with_its_watch(tmp_path: Path) -> None:

@@ -101,7 +101,7 @@ async def test_a_watch_of_another_workspace_is_not_found_and_the_limit_holds(
     watch = await store.add_watch(acme(), limit=1)
     with pytest.raises(NotFoundError, match=f"No watch {watch.id} here"):
         await store.remove_watch(watch.id, "slack", "T2")
-    with pytest.raises(RequestError, match="already has 1 watches"):
+    with pytest.raises(RequestError, match="No more watches here: 1 is the most"):
         await store.add_watch(acme(), limit=1)
     await store.remove_watch(watch.id, "slack", "T1")
     assert await store.list_watches("slack", "T1") == []

@@ -99,7 +99,7 @@ async def test_another_channels_watch_is_unknown_and_the_limit_holds(
     too_many = await bot.command(world.alice, "watch", topic="Initech")
 
     assert answer == f"No watch `{watch_id}` in this channel. `/research watches` lists them."
-    assert too_many == "This workspace already has 1 watches, the most it may."
+    assert too_many == "No more watches here: 1 is the most (RESEARCH_BOT_MAX_WATCHES). End one first."
     (kept,) = await bot.store.list_watches("discord", world.guild_id)
     assert kept.id == watch_id
 

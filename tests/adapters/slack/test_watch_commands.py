@@ -206,7 +206,7 @@ async def test_a_workspace_keeps_at_most_its_limit_of_watches(bot: SlackWorld) -
 
     answer = await _say(bot, "watch Globex")
 
-    assert answer == "This workspace already has 2 watches, the most it may."
+    assert answer == "No more watches here: 2 is the most (RESEARCH_BOT_MAX_WATCHES). End one first."
     kept = await bot.store.list_watches("slack", "T1")
     assert sorted(w.topic for w in kept) == ["Acme Robotics", "Initech"]
     assert await _made(bot, "watch Globex", team="T2")  # another workspace has its own limit
