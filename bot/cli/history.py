@@ -56,6 +56,7 @@ def history_line(run: RunRecord, now: datetime) -> str:
         f"{run.run_id}  {run.created_at:%Y-%m-%d %H:%M}  {kind:<15} {shown_status(run, now):<11} "
         f"{run.termination_reason or '':<26} {counted(run.turns, 'turn'):>9}  "
         f"{format_cost(run.cost_usd):>12}  {strip_controls(run.topic)}"
+        f"{f'  (watch {run.watch_id})' if run.watch_id else ''}"
     )
 
 

@@ -93,3 +93,6 @@ def test_history_json_marks_a_watched_run_with_its_watch(tmp_path: Path) -> None
     assert rows == {watched: watch_id, other: None}
     listed = CliRunner().invoke(app, ["watch", "list", "--json"], env={"RESEARCH_BOT_DB": str(db)})
     assert json.loads(listed.stdout)[0]["last_run_id"] == watched
+    lines = CliRunner().invoke(app, ["history"], env={"RESEARCH_BOT_DB": str(db)}).stdout
+    [marked] = [line for line in lines.splitlines() if f"(watch {watch_id})" in line]
+    assert marked.startswith(watched)

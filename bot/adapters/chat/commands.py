@@ -279,6 +279,7 @@ def history_lines(runs: list[RunRecord]) -> list[str]:
         return ["No runs here yet. Start one with `/research <company>`."]
     return [
         f"`{r.run_id}` · {r.created_at:%Y-%m-%d %H:%M} · {_kind(r)} · {r.topic[:80]} · "
+        f"{f'watch `{r.watch_id}` · ' if r.watch_id else ''}"
         f"{r.status.value}{f' ({r.termination_reason})' if r.termination_reason else ''} · "
         f"{format_cost(r.cost_usd)}"
         for r in runs

@@ -38,6 +38,9 @@ def test_an_unknown_cost_is_said_never_shown_as_zero() -> None:
     )
     assert history_lines([record])[0].endswith("· done · cost unknown")
     assert history_lines([record.model_copy(update={"cost_usd": 0.125})])[0].endswith("$0.12")
+    watched = record.model_copy(update={"watch_id": "w0a1b2c"})
+    assert "· Acme · watch `w0a1b2c` · done ·" in history_lines([watched])[0]
+    assert "watch" not in history_lines([record])[0]
 
 
 def test_a_run_that_failed_inside_says_what_it_could_still_do() -> None:
