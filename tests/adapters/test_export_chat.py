@@ -309,7 +309,9 @@ async def test_discord_bad_or_unready_exports_are_answered_privately(
     queued = await dbot.store.create_run(
         Request(
             topic="Acme",
-            origin=Origin(platform="discord", workspace=world.guild_id, channel="1", user="2"),
+            origin=Origin(
+                platform="discord", workspace=world.guild_id, channel="1", user="2", private=False
+            ),
         )
     )
 

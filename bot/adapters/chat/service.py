@@ -305,6 +305,8 @@ class CommandService:
             run = await self._store.get_run(
                 run_id, platform=self.platform, workspace=caller.workspace
             )
+            if run.origin.private and run.origin.channel != caller.channel:
+                raise NotFoundError(run_id)  # a private conversation's run is only seen there
         except NotFoundError:
             raise Refused(
                 f"No run `{run_id}` in this {self._place}. `/research history` lists them."

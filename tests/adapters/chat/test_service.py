@@ -181,6 +181,22 @@ async def test_show_shares_a_report_of_this_workspace_only(world: World) -> None
         )
 
 
+async def test_a_private_conversations_report_is_shown_and_exported_only_there(
+    world: World,
+) -> None:
+    run = await world.finished(ALICE)  # C1 did not say it is public: private
+    public = BOB.model_copy(update={"channel": "C2", "private": False})
+    unknown = f"No run `{run.run_id}` in this server. `/research history` lists them."
+
+    with pytest.raises(Refused) as refused:
+        await world.discord.show(public, run.run_id)
+    assert str(refused.value) == unknown
+    with pytest.raises(Refused) as refused:
+        await world.discord.export(public, run.run_id, Format.MD)
+    assert str(refused.value) == unknown
+    assert (await world.discord.show(BOB, run.run_id)).run.run_id == run.run_id
+
+
 async def test_show_and_export_of_a_run_without_report_say_so(world: World) -> None:
     queued = await _stored(world, ALICE, "Acme")
     said = f"Run `{queued.run_id}` has no report (queued)."
