@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,8 +26,8 @@ from bot.watches.model import NewWatch, Watch
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.conftest import Recorder
 from tests.process import eventually
+from tests.watches.clock import MONDAY_9, Clock
 
-MONDAY_9 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ACME = NewWatch(
     topic="Acme Robotics",
     platform="slack",
@@ -36,14 +36,6 @@ ACME = NewWatch(
     created_by="U1",
     cadence=Cadence.DAILY,
 )
-
-
-@dataclass
-class Clock:
-    now: datetime = MONDAY_9
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass

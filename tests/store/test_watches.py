@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,16 +17,7 @@ from bot.errors import NotFoundError, RequestError
 from bot.store.runs import Store
 from bot.watches.cadence import Cadence
 from bot.watches.model import NewWatch, WatchStatus
-
-MONDAY_9 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = MONDAY_9
-
-    def __call__(self) -> datetime:
-        return self.now
+from tests.watches.clock import MONDAY_9, Clock
 
 
 def acme(cadence: Cadence = Cadence.DAILY) -> NewWatch:

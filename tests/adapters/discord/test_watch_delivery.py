@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,16 +24,7 @@ from bot.watches.model import NewWatch, Watch, WatchStatus
 from tests.adapters.discord.world import discord_settings, thread_posts
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.fakes.discord_api import FakeDiscord
-
-MONDAY_9 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
-
-
-@dataclass
-class Clock:
-    now: datetime = MONDAY_9
-
-    def __call__(self) -> datetime:
-        return self.now
+from tests.watches.clock import MONDAY_9, Clock
 
 
 @dataclass

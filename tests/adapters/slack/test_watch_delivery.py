@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -25,8 +25,8 @@ from bot.watches.model import NewWatch, Watch, WatchStatus
 from tests.adapters.scripted_engine import ScriptedEngine
 from tests.adapters.slack.world import EDITED, button_value, front_end, serve
 from tests.fakes.slack_api import Call, FakeSlack, SlackSender
+from tests.watches.clock import MONDAY_9, Clock
 
-MONDAY_9 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 ACME = NewWatch(
     topic="Acme Robotics",
     platform="slack",
@@ -36,14 +36,6 @@ ACME = NewWatch(
     created_by_name="alice",
     cadence=Cadence.DAILY,
 )
-
-
-@dataclass
-class Clock:
-    now: datetime = MONDAY_9
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass
