@@ -14,7 +14,7 @@ from typing import Any
 import uvicorn
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.adapters.mcp.callers import STDIO, Caller, Tokens
 from bot.adapters.mcp.runs import McpRuns
@@ -59,28 +59,6 @@ class RequireToken:
         await self._app(scope, receive, send)
 
 
-class TakeOverAtStart:
-    """ASGI middleware: as the server starts (its lifespan's startup), the runs service takes
-    MCP runs over (`McpRuns.take_over`): without it no replica would finish another's."""
-
-    def __init__(self, app: ASGIApp, service: McpRuns) -> None:
-        self._app = app
-        self._service = service
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "lifespan":
-            await self._app(scope, receive, send)
-            return
-
-        async def receive_then_take_over() -> Message:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await self._service.take_over()
-            return message
-
-        await self._app(scope, receive_then_take_over, send)
-
-
 async def _unauthorized(send: Send) -> None:
     await send(
         {
@@ -110,7 +88,7 @@ def callers_of(tokens: Tokens) -> Any:
 def mcp_app(service: McpRuns, tokens: Tokens, *, wait_s: float, host: str) -> ASGIApp:
     server = build_server(service, callers_of(tokens), wait_s=wait_s)
     app = server.streamable_http_app(streamable_http_path=PATH, host=host)
-    return RequireToken(TakeOverAtStart(app, service), tokens)
+    return RequireToken(app, tokens)
 
 
 def http_server(app: ASGIApp, host: str, port: int, *, beside: bool = False) -> uvicorn.Server:

@@ -6,8 +6,9 @@ sentence; anything else is logged here, the adapter's edge, and said in one sent
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import anyio
@@ -64,7 +65,16 @@ def _client_cancelled(ctx: Context) -> bool:
 
 
 def build_server(service: McpRuns, caller_of: CallerOf, *, wait_s: float) -> MCPServer:
-    server = MCPServer("research-bot", instructions=INSTRUCTIONS, log_level="WARNING")
+    @contextlib.asynccontextmanager
+    async def taking_over(_: MCPServer) -> AsyncIterator[None]:
+        # Entered once as the server starts, over stdio (its one connection) as over HTTP (the
+        # session manager's start): MCP runs whose process died are finished from here.
+        await service.take_over()
+        yield
+
+    server = MCPServer(
+        "research-bot", instructions=INSTRUCTIONS, log_level="WARNING", lifespan=taking_over
+    )
     _run_tools(server, service, caller_of, wait_s)
     _research_tool(server, service, caller_of, wait_s)
     _read_tools(server, service, caller_of, wait_s)
