@@ -5,6 +5,7 @@ read back from the store, always as the caller (`Caller`) may see it."""
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -23,6 +24,8 @@ from bot.runs.manager import RunManager
 from bot.store.runs import Store
 
 MAX_LIST = 100
+MAX_ENDED = 1_000
+"""Final states of runs that ended while followed here, kept for `research_status`."""
 FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
 Progress = Callable[[LiveRun], Awaitable[None]]
 E = TypeVar("E", Mode, Depth, Format)
@@ -43,6 +46,9 @@ class McpRuns:
         self._followups = followups
         self._live: dict[str, LiveRun] = {}
         """Runs this server started, while it runs (their steps live only in memory)."""
+        self._ended: OrderedDict[str, tuple[RunRecord, RunState]] = OrderedDict()
+        """The newest runs that ended while followed here, with their final state: a finished
+        run does not change, so asking again needs no store read."""
 
     async def start(
         self, caller: Caller, topic: str, mode: str, depth: str, language: str | None
@@ -76,11 +82,15 @@ class McpRuns:
         await self._runs.recover(self.listener_for, PLATFORM)
 
     async def status(self, caller: Caller, run_id: str) -> RunState:
+        # From memory when this server followed the run: during a burst the store's one
+        # connection is busy with the runs' own writes, and a status read would wait behind them.
         live = self._live.get(run_id)
-        if live is not None and live.record is not None and not live.finished.is_set():
-            # From memory: during a burst the store's one connection is busy with the runs'
-            # own writes, and a status read would wait behind them.
+        if live is not None and live.record is not None:
             return await self.state(caller.check(live.record))
+        ended = self._ended.get(run_id)
+        if ended is not None:
+            caller.check(ended[0])
+            return ended[1]
         return await self.state(await self._visible(caller, run_id))
 
     async def control(self, caller: Caller, run_id: str, action: str) -> RunState:
@@ -195,6 +205,7 @@ class McpRuns:
     async def ask(self, caller: Caller, run_id: str, question: str, within_s: float) -> Answer:
         """A follow-up question about one of the caller's runs, answered as in its thread."""
         asked_about = await self._visible(caller, run_id)
+        self._ended.pop(asked_about.run_id, None)  # the answer may store a new report version
         live = LiveRun()
         child = await self._followups.ask(asked_about.run_id, question, caller.origin(), live)
         self._follow(child.run_id, live)
@@ -227,8 +238,11 @@ class McpRuns:
         """The run as a caller follows it: from the live view when this server follows it."""
         live = self._live.get(run.run_id)
         if live is not None and live.finished.is_set():
-            self._live.pop(run.run_id, None)
+            self._settle(run.run_id, live)
             live = None
+        ended = self._ended.get(run.run_id)
+        if ended is not None:
+            return ended[1]
         if live is not None:
             current = self._runs.get_active(run.run_id) or live.record or run
             return RunState(
@@ -260,8 +274,35 @@ class McpRuns:
     def _follow(self, run_id: str, live: LiveRun) -> None:
         """Follow one more run, forgetting those that ended (the store has them): a run nobody
         asked about again would otherwise stay in memory for the server's life."""
-        self._live = {key: run for key, run in self._live.items() if not run.finished.is_set()}
+        for key, run in list(self._live.items()):
+            if run.finished.is_set():
+                self._settle(key, run)
         self._live[run_id] = live
+
+    def _settle(self, run_id: str, live: LiveRun) -> None:
+        """An ended run's final state, kept (the newest `MAX_ENDED`) in place of its live view:
+        as `state` would read it from the store (the record is the one stored as it finished)."""
+        self._live.pop(run_id, None)
+        record, outcome = live.record, live.outcome
+        if record is None or outcome is None or record.parent_run_id is not None:
+            return  # a follow-up: its answer is stored apart from its report; `state` reads both
+        report = outcome.report
+        supported, checked = _support(report) if report is not None else (None, None)
+        final = RunState(
+            run_id=record.run_id,
+            topic=record.topic,
+            status=record.status.value,
+            step=record.termination_reason or record.status.value,
+            sources=len(report.sources) if report is not None else 0,
+            cost_usd=record.cost_usd,
+            ending=record.termination_reason,
+            claims_supported=supported,
+            claims_checked=checked,
+            error=record.error,
+        )
+        self._ended[run_id] = (record, final)
+        while len(self._ended) > MAX_ENDED:
+            self._ended.popitem(last=False)
 
     async def _visible(self, caller: Caller, run_id: str) -> RunRecord:
         if not run_id.strip():
