@@ -7,7 +7,8 @@ a run, pages to read). Two front ends share it, each served over HTTP on 127.0.0
 production: Slack (`SlackFrontEnd` on the fake Slack, streaming off) and MCP (`mcp_app` behind a
 bearer token). A Slack burst is N signed `/research` commands at once, each from a workspace and
 channel of its own, timed until every report file is in its thread; an MCP burst is N `research`
-calls at once, one client session each (connected beforehand, as an agent already is), timed
+calls at once, one client session each (connected beforehand, as an agent already is, and in a
+process of their own, `--clients`, as agents are), timed
 until every call has returned its report. During the MCP burst one more session calls
 `research_status` on a running run every 10 ms. Rounds alternate which front end goes first.
 
