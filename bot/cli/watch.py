@@ -76,7 +76,7 @@ def list_watches(
 
     async def work() -> list[Watch]:
         async with reader(load_settings()) as store:
-            return await store.list_watches(*TERMINAL)
+            return await store.all_watches()  # the operator sees every channel's too
 
     watches = _run(work())
     if as_json:
@@ -107,18 +107,24 @@ def _line(watch: Watch) -> str:
     state = f"paused ({watch.paused_reason})" if watch.status is WatchStatus.PAUSED else "next"
     when = "" if watch.status is WatchStatus.PAUSED else f" {watch.next_run_at:%Y-%m-%d %H:%M} UTC"
     last = "" if watch.last_run_id is None else f", last run {watch.last_run_id}"
-    return strip_controls(f"{watch.topic}, {watch.cadence.value}{depth}; {state}{when}{last}")
+    where = "" if watch.platform == "terminal" else f" [{watch.platform} {watch.channel}]"
+    return strip_controls(
+        f"{watch.topic}, {watch.cadence.value}{depth}; {state}{when}{last}{where}"
+    )
 
 
 def _change(watch_id: str, how: str) -> Watch:
     async def work() -> Watch:
         async with _writer(load_settings()) as store:
+            watch = await store.find_watch(watch_id)  # the operator may change any watch
+            scope = (watch.platform, watch.workspace)
             if how == "pause":
-                return await store.pause_watch(watch_id, *TERMINAL)
+                return await store.pause_watch(watch_id, *scope)
             if how == "resume":
-                return await store.resume_watch(watch_id, *TERMINAL)
-            watch = await store.get_watch(watch_id, *TERMINAL)
-            await store.remove_watch(watch_id, *TERMINAL)
+                return await store.resume_watch(watch_id, *scope)
+            if how == "due":
+                return await store.make_watch_due(watch_id, *scope)
+            await store.remove_watch(watch_id, *scope)
             return watch
 
     watch = _run(work())
@@ -149,6 +155,15 @@ def run(
 ) -> None:
     """Run a terminal watch now and write its report as `research` does; its next period
     is counted from now."""
+    if not _is_terminals(watch_id):
+        # A channel's watch reports in its channel: the running `serve` starts it there.
+        watch = _change(watch_id, "due")
+        out.print(
+            f"Watch {watch.id} is due now: a running `research-bot serve` starts it within "
+            f"RESEARCH_BOT_WATCH_TICK_S seconds, in {watch.platform} channel {watch.channel}.",
+            markup=False,
+        )
+        return
     log_to_terminal()
     try:
         check_output(output)
@@ -161,6 +176,14 @@ def run(
     from bot.cli.research import _conclude
 
     _conclude(finish)
+
+
+def _is_terminals(watch_id: str) -> bool:
+    async def work() -> Watch:
+        async with reader(load_settings()) as store:
+            return await store.find_watch(watch_id)
+
+    return _run(work()).platform == "terminal"
 
 
 async def _run_now(settings: Settings, watch_id: str, output: Path | None) -> terminal_run.Finish:

@@ -87,6 +87,20 @@ class WatchQueries:
         rows = await self._db.read(lambda conn: conn.execute(query.order_by(WATCHES.c.id)).all())
         return [_watch(row) for row in rows]
 
+    async def all_watches(self) -> list[Watch]:
+        """Every watch, of every platform and workspace: the operator's view (the terminal)."""
+        query = select(WATCHES).order_by(WATCHES.c.platform, WATCHES.c.workspace, WATCHES.c.id)
+        rows = await self._db.read(lambda conn: conn.execute(query).all())
+        return [_watch(row) for row in rows]
+
+    async def find_watch(self, watch_id: str) -> Watch:
+        """The watch of that id wherever it is (the operator's view); none is not found."""
+        query = select(WATCHES).where(WATCHES.c.id == watch_id)
+        row = await self._db.read(lambda conn: conn.execute(query).first())
+        if row is None:
+            raise NotFoundError(f"No watch {watch_id} here.")
+        return _watch(row)
+
     async def get_watch(self, watch_id: str, platform: str, workspace: str) -> Watch:
         """The watch of this workspace; any other (or none) is not found, in one sentence."""
         query = select(WATCHES).where(

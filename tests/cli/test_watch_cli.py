@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -96,3 +97,34 @@ def test_history_json_marks_a_watched_run_with_its_watch(tmp_path: Path) -> None
     lines = CliRunner().invoke(app, ["history"], env={"RESEARCH_BOT_DB": str(db)}).stdout
     [marked] = [line for line in lines.splitlines() if f"(watch {watch_id})" in line]
     assert marked.startswith(watched)
+
+
+def test_the_operator_sees_and_changes_a_channels_watch_and_run_makes_it_due(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "runs.sqlite3"
+    env = {"RESEARCH_BOT_DB": str(db)}
+    slack = NewWatch(topic="Acme Robotics", platform="slack", workspace="T1", channel="C1")
+
+    async def stored() -> str:
+        async with Store.connect(db) as store:
+            watch = await store.add_watch(slack, limit=20)
+            await store.record_watch_run(watch.id, "r1", advance=True)  # next period: later
+            return watch.id
+
+    async def next_run() -> datetime:
+        async with Store.connect(db) as store:
+            return (await store.find_watch(watch_id)).next_run_at
+
+    watch_id = asyncio.run(stored())
+    later = asyncio.run(next_run())
+    runner = CliRunner()
+    [row] = json.loads(runner.invoke(app, ["watch", "list", "--json"], env=env).stdout)
+    assert (row["id"], row["channel"]) == (watch_id, "C1")
+    assert "[slack C1]" in runner.invoke(app, ["watch", "list"], env=env).stdout
+
+    ran = runner.invoke(app, ["watch", "run", watch_id], env=env)
+    assert ran.exit_code == 0 and "in slack channel C1" in ran.stdout
+    assert asyncio.run(next_run()) < later  # due now, for serve's clock; nothing ran here
+    paused = runner.invoke(app, ["watch", "pause", watch_id], env=env)
+    assert paused.exit_code == 0 and "paused" in paused.stdout
