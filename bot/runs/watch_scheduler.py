@@ -95,7 +95,9 @@ def request_for(watch: Watch) -> Request:
         channel=watch.channel,
         user=watch.created_by,
         user_name=watch.created_by_name,
-        private=False,
+        # Whether the watch's channel is private is not kept: unsaid is private, so its reports
+        # are found only from that channel.
+        private=True,
     )
     return Request(
         topic=watch.topic, mode=watch.mode, depth=watch.depth, origin=origin, watch_id=watch.id
