@@ -256,20 +256,7 @@ class McpRuns:
             )
         fresh = await self._store.get_run(run.run_id)
         saved = await self._store.report(run.run_id)
-        report = saved[0] if saved is not None else None
-        supported, checked = _support(report) if report is not None else (None, None)
-        return RunState(
-            run_id=fresh.run_id,
-            topic=fresh.topic,
-            status=fresh.status.value,
-            step=fresh.termination_reason or fresh.status.value,
-            sources=len(report.sources) if report is not None else 0,
-            cost_usd=fresh.cost_usd,
-            ending=fresh.termination_reason,
-            claims_supported=supported,
-            claims_checked=checked,
-            error=fresh.error,
-        )
+        return _stored_state(fresh, saved[0] if saved is not None else None)
 
     def _follow(self, run_id: str, live: LiveRun) -> None:
         """Follow one more run, forgetting those that ended (the store has them): a run nobody
@@ -286,21 +273,7 @@ class McpRuns:
         record, outcome = live.record, live.outcome
         if record is None or outcome is None or record.parent_run_id is not None:
             return  # a follow-up: its answer is stored apart from its report; `state` reads both
-        report = outcome.report
-        supported, checked = _support(report) if report is not None else (None, None)
-        final = RunState(
-            run_id=record.run_id,
-            topic=record.topic,
-            status=record.status.value,
-            step=record.termination_reason or record.status.value,
-            sources=len(report.sources) if report is not None else 0,
-            cost_usd=record.cost_usd,
-            ending=record.termination_reason,
-            claims_supported=supported,
-            claims_checked=checked,
-            error=record.error,
-        )
-        self._ended[run_id] = (record, final)
+        self._ended[run_id] = (record, _stored_state(record, outcome.report))
         while len(self._ended) > MAX_ENDED:
             self._ended.popitem(last=False)
 
@@ -308,6 +281,23 @@ class McpRuns:
         if not run_id.strip():
             raise NotFoundError("No run id given.")
         return caller.check(await self._store.get_run(run_id))
+
+
+def _stored_state(record: RunRecord, report: Report | None) -> RunState:
+    """An ended run's state, from its record and its report (if it made one)."""
+    supported, checked = _support(report) if report is not None else (None, None)
+    return RunState(
+        run_id=record.run_id,
+        topic=record.topic,
+        status=record.status.value,
+        step=record.termination_reason or record.status.value,
+        sources=len(report.sources) if report is not None else 0,
+        cost_usd=record.cost_usd,
+        ending=record.termination_reason,
+        claims_supported=supported,
+        claims_checked=checked,
+        error=record.error,
+    )
 
 
 def _support(report: Report) -> tuple[int | None, int | None]:
