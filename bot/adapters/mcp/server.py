@@ -14,14 +14,15 @@ from typing import Annotated, TypeVar
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import CallToolResult, TextContent
-from pydantic import BaseModel
+from mcp.types import CallToolResult
 
 from bot.adapters.mcp.callers import Caller
 from bot.adapters.mcp.listing import REPORT_URI, serve_listing
 from bot.adapters.mcp.live import LiveRun
 from bot.adapters.mcp.models import Answer, Hits, ReportText, RunList, RunState
 from bot.adapters.mcp.runs import McpRuns
+from bot.adapters.mcp.tasks import TasksExtension, ended_result
+from bot.adapters.mcp.tasks import tool_result as _result
 from bot.errors import BotError
 
 log = logging.getLogger(__name__)
@@ -33,13 +34,6 @@ INSTRUCTIONS = (
     "checked report. `research` waits for the report; `start_research` returns at once and "
     "`research_status` / `get_report` follow the run. Runs are kept in the team's history."
 )
-
-
-def _result(model: BaseModel, text: str) -> CallToolResult:
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=model.model_dump(mode="json"),
-    )
 
 
 async def _guarded(work: Awaitable[T]) -> T:
@@ -73,7 +67,11 @@ def build_server(service: McpRuns, caller_of: CallerOf, *, wait_s: float) -> MCP
         yield
 
     server = MCPServer(
-        "research-bot", instructions=INSTRUCTIONS, log_level="WARNING", lifespan=taking_over
+        "research-bot",
+        instructions=INSTRUCTIONS,
+        log_level="WARNING",
+        lifespan=taking_over,
+        extensions=[TasksExtension(service, caller_of)],
     )
     _run_tools(server, service, caller_of, wait_s)
     _research_tool(server, service, caller_of, wait_s)
@@ -198,8 +196,4 @@ def _research_tool(server: MCPServer, service: McpRuns, caller_of: CallerOf, wai
                 f"{state.text()}\nStill researching after {wait_s:g} s: research_status follows it."
             )
             return _result(state, text)
-        try:
-            report = await service.report(caller, run_id, "md")
-        except BotError:
-            return _result(state, state.text())
-        return _result(state, f"{state.text()}\n\n{report.content}")
+        return await ended_result(service, caller, state)
