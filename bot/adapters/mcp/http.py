@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from bot.adapters.mcp.callers import STDIO, Caller, Tokens
+from bot.adapters.mcp.loops import OwnLoopServer
 from bot.adapters.mcp.runs import McpRuns
 from bot.adapters.mcp.server import build_server
 from bot.errors import ConfigError
@@ -92,13 +93,14 @@ def mcp_app(service: McpRuns, tokens: Tokens, *, wait_s: float, host: str) -> AS
 
 
 def http_server(app: ASGIApp, host: str, port: int, *, beside: bool = False) -> uvicorn.Server:
-    """A uvicorn server for `app`; `serve()` it. No access log: it has nothing a person needs.
-    `beside` other front ends, the signals are `serve`'s own: set `should_exit` to stop it."""
+    """A uvicorn server for `app`, on a loop of its own (`loops`); `serve()` it. No access log:
+    it has nothing a person needs. `beside` other front ends, the signals are `serve`'s own:
+    set `should_exit` to stop it."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-    return _Beside(config) if beside else uvicorn.Server(config)
+    return _Beside(config) if beside else OwnLoopServer(config)
 
 
-class _Beside(uvicorn.Server):
+class _Beside(OwnLoopServer):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield

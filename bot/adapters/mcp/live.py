@@ -57,7 +57,9 @@ class LiveRun:
         if isinstance(event, RunQueued):
             self.queue_position = event.position
             return f"queued (#{event.position})"
-        if isinstance(event, RunStarted | TurnStarted) and self.queue_position is not None:
+        if isinstance(event, RunStarted | TurnStarted) and (
+            self.queue_position is not None or self.step == "queued"  # started without a wait
+        ):
             self.queue_position = None
             return "researching"
         if isinstance(event, ToolCalled):

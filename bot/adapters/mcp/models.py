@@ -7,7 +7,9 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from bot.agent.report.model import format_cost
+from bot.agent.report.model import Report, format_cost
+from bot.agent.report.support import Verdict
+from bot.domain import RunRecord
 
 
 class RunState(BaseModel):
@@ -112,3 +114,43 @@ class Answer(BaseModel):
     version: int | None = None
     """The report version the answer made (2, 3 …), if it made one."""
     error: str | None = None
+
+
+def stored_state(record: RunRecord, report: Report | None) -> RunState:
+    """An ended run's state, from its record and its report (if it made one)."""
+    supported, checked = claim_support(report) if report is not None else (None, None)
+    return RunState(
+        run_id=record.run_id,
+        topic=record.topic,
+        status=record.status.value,
+        step=record.termination_reason or record.status.value,
+        sources=len(report.sources) if report is not None else 0,
+        cost_usd=record.cost_usd,
+        ending=record.termination_reason,
+        claims_supported=supported,
+        claims_checked=checked,
+        error=record.error,
+    )
+
+
+def claim_support(report: Report) -> tuple[int | None, int | None]:
+    if report.support is None:
+        return None, None
+    claims = report.support.claims
+    checked = sum(claim.verdict is not Verdict.UNKNOWN for claim in claims)
+    return report.support.count(Verdict.SUPPORTED), checked
+
+
+def run_summary(run: RunRecord) -> RunSummary:
+    return RunSummary(
+        run_id=run.run_id,
+        topic=run.topic,
+        mode=run.mode.value,
+        depth=run.depth.value,
+        status=run.status.value,
+        ending=run.termination_reason,
+        platform=run.origin.platform,
+        created_at=run.created_at,
+        cost_usd=run.cost_usd,
+        parent_run_id=run.parent_run_id,
+    )

@@ -6,16 +6,25 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
 
 from bot.adapters.mcp.callers import PLATFORM, Caller
 from bot.adapters.mcp.live import LiveRun
-from bot.adapters.mcp.models import Answer, Hit, Hits, ReportText, RunList, RunState, RunSummary
+from bot.adapters.mcp.loops import at_home, on_loop
+from bot.adapters.mcp.models import (
+    Answer,
+    Hit,
+    Hits,
+    ReportText,
+    RunList,
+    RunState,
+    claim_support,
+    run_summary,
+    stored_state,
+)
 from bot.agent.followup.answer import answer_markdown
 from bot.agent.language import language_for, stated
-from bot.agent.report.model import Report
-from bot.agent.report.support import Verdict
 from bot.domain import Depth, Mode, Request, RunRecord, RunStatus
 from bot.errors import NotFoundError, RequestError
 from bot.export import Format, render
@@ -27,7 +36,7 @@ MAX_LIST = 100
 MAX_ENDED = 1_000
 """Final states of runs that ended while followed here, kept for `research_status`."""
 FINISHED = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
-Progress = Callable[[LiveRun], Awaitable[None]]
+Progress = Callable[[LiveRun], Coroutine[Any, Any, None]]
 E = TypeVar("E", Mode, Depth, Format)
 
 
@@ -40,7 +49,12 @@ def _choice(kind: type[E], value: str, what: str) -> E:
 
 
 class McpRuns:
+    """Made on the bot's loop, its `home`: every coroutine method runs there, whichever loop
+    awaits it (the HTTP server has one of its own, `loops`), except a `status` answered from
+    memory, which only reads."""
+
     def __init__(self, store: Store, runs: RunManager, followups: FollowUps) -> None:
+        self.home = asyncio.get_running_loop()
         self._store = store
         self._runs = runs
         self._followups = followups
@@ -50,6 +64,7 @@ class McpRuns:
         """The newest runs that ended while followed here, with their final state: a finished
         run does not change, so asking again needs no store read."""
 
+    @at_home
     async def start(
         self, caller: Caller, topic: str, mode: str, depth: str, language: str | None
     ) -> tuple[RunState, LiveRun]:
@@ -76,23 +91,26 @@ class McpRuns:
         self._follow(run.run_id, live)
         return live
 
+    @at_home
     async def take_over(self) -> None:
         """From now on this server takes MCP runs from a shared queue (replicas on PostgreSQL)
         and the runs whose process died; at once, those already orphaned."""
         await self._runs.recover(self.listener_for, PLATFORM)
 
     async def status(self, caller: Caller, run_id: str) -> RunState:
-        # From memory when this server followed the run: during a burst the store's one
-        # connection is busy with the runs' own writes, and a status read would wait behind them.
-        live = self._live.get(run_id)
-        if live is not None and live.record is not None:
-            return await self.state(caller.check(live.record))
-        ended = self._ended.get(run_id)
-        if ended is not None:
-            caller.check(ended[0])
-            return ended[1]
+        # From memory when this server followed the run, on the awaiting loop: during a burst
+        # the bot's loop is busy with the runs' own work, and its store's one connection with
+        # their writes; a status answered there would wait behind both.
+        remembered = self._remembered(run_id)
+        if remembered is not None:
+            caller.check(remembered[0])
+            return remembered[1]
+        return await on_loop(self.home, self._stored_status(caller, run_id))
+
+    async def _stored_status(self, caller: Caller, run_id: str) -> RunState:
         return await self.state(await self._visible(caller, run_id))
 
+    @at_home
     async def control(self, caller: Caller, run_id: str, action: str) -> RunState:
         """Summarize or cancel one of the caller's runs, wherever it runs."""
         run = await self._visible(caller, run_id)
@@ -108,7 +126,15 @@ class McpRuns:
 
     async def wait(self, live: LiveRun, within_s: float, progress: Progress) -> RunRecord | None:
         """Until the run ends (its record) or `within_s` passes (None), calling `progress` at
-        each new step."""
+        each new step, on the awaiting loop (the MCP request's)."""
+        asker = asyncio.get_running_loop()
+
+        async def relayed(run: LiveRun) -> None:
+            await on_loop(asker, progress(run))
+
+        return await on_loop(self.home, self._wait(live, within_s, relayed))
+
+    async def _wait(self, live: LiveRun, within_s: float, progress: Progress) -> RunRecord | None:
         loop = asyncio.get_running_loop()
         until = loop.time() + within_s
         while not live.finished.is_set():
@@ -126,6 +152,7 @@ class McpRuns:
         assert live.record is not None
         return live.record
 
+    @at_home
     async def report(self, caller: Caller, run_id: str, fmt: str) -> ReportText:
         wanted = _choice(Format, fmt, "format")
         if wanted not in (Format.MD, Format.HTML):
@@ -145,7 +172,7 @@ class McpRuns:
             content = exported.data.decode()
         else:
             content = markdown
-        supported, checked = _support(report)
+        supported, checked = claim_support(report)
         return ReportText(
             run_id=run.run_id,
             format=wanted.value,
@@ -157,10 +184,12 @@ class McpRuns:
             claims_checked=checked,
         )
 
+    @at_home
     async def list_runs(self, caller: Caller, limit: int) -> RunList:
         limit = max(1, min(limit, MAX_LIST))
-        return RunList(runs=[_summary(run) for run in await self.newest(caller, limit)])
+        return RunList(runs=[run_summary(run) for run in await self.newest(caller, limit)])
 
+    @at_home
     async def newest(self, caller: Caller, limit: int) -> list[RunRecord]:
         """The caller's `limit` newest visible runs, newest first."""
         found: list[RunRecord] = []
@@ -176,6 +205,7 @@ class McpRuns:
         )
         return visible[:limit]
 
+    @at_home
     async def search(self, caller: Caller, query: str, limit: int) -> Hits:
         limit = max(1, min(limit, MAX_LIST))
         hits = []
@@ -202,6 +232,7 @@ class McpRuns:
             ]
         )
 
+    @at_home
     async def ask(self, caller: Caller, run_id: str, question: str, within_s: float) -> Answer:
         """A follow-up question about one of the caller's runs, answered as in its thread."""
         asked_about = await self._visible(caller, run_id)
@@ -234,29 +265,37 @@ class McpRuns:
             error=outcome.error,
         )
 
+    @at_home
     async def state(self, run: RunRecord) -> RunState:
-        """The run as a caller follows it: from the live view when this server follows it."""
-        live = self._live.get(run.run_id)
-        if live is not None and live.finished.is_set():
-            self._settle(run.run_id, live)
-            live = None
-        ended = self._ended.get(run.run_id)
-        if ended is not None:
-            return ended[1]
-        if live is not None:
-            current = self._runs.get_active(run.run_id) or live.record or run
-            return RunState(
-                run_id=run.run_id,
-                topic=run.topic,
-                status=current.status.value,
-                step=live.step,
-                sources=len(live.urls),
-                cost_usd=live.cost_usd,
-                queue_position=live.queue_position,
-            )
+        """The run as a caller follows it: from memory when this server follows it."""
+        remembered = self._remembered(run.run_id)
+        if remembered is not None:
+            return remembered[1]
         fresh = await self._store.get_run(run.run_id)
         saved = await self._store.report(run.run_id)
-        return _stored_state(fresh, saved[0] if saved is not None else None)
+        return stored_state(fresh, saved[0] if saved is not None else None)
+
+    def _remembered(self, run_id: str) -> tuple[RunRecord, RunState] | None:
+        """A run this server follows or saw end, as it stands; None for any other. It only
+        reads (the bot's loop alone changes what it reads), so any loop may ask."""
+        ended = self._ended.get(run_id)
+        if ended is not None:
+            return ended
+        live = self._live.get(run_id)
+        if live is None or live.record is None:
+            return None
+        if live.finished.is_set():
+            return _final(live)
+        current = self._runs.get_active(run_id) or live.record
+        return live.record, RunState(
+            run_id=run_id,
+            topic=live.record.topic,
+            status=current.status.value,
+            step=live.step,
+            sources=len(live.urls),
+            cost_usd=live.cost_usd,
+            queue_position=live.queue_position,
+        )
 
     def _follow(self, run_id: str, live: LiveRun) -> None:
         """Follow one more run, forgetting those that ended (the store has them): a run nobody
@@ -267,13 +306,12 @@ class McpRuns:
         self._live[run_id] = live
 
     def _settle(self, run_id: str, live: LiveRun) -> None:
-        """An ended run's final state, kept (the newest `MAX_ENDED`) in place of its live view:
-        as `state` would read it from the store (the record is the one stored as it finished)."""
+        """An ended run's final state, kept (the newest `MAX_ENDED`) in place of its live view."""
         self._live.pop(run_id, None)
-        record, outcome = live.record, live.outcome
-        if record is None or outcome is None or record.parent_run_id is not None:
-            return  # a follow-up: its answer is stored apart from its report; `state` reads both
-        self._ended[run_id] = (record, _stored_state(record, outcome.report))
+        final = _final(live)
+        if final is None:
+            return
+        self._ended[run_id] = final
         while len(self._ended) > MAX_ENDED:
             self._ended.popitem(last=False)
 
@@ -283,41 +321,11 @@ class McpRuns:
         return caller.check(await self._store.get_run(run_id))
 
 
-def _stored_state(record: RunRecord, report: Report | None) -> RunState:
-    """An ended run's state, from its record and its report (if it made one)."""
-    supported, checked = _support(report) if report is not None else (None, None)
-    return RunState(
-        run_id=record.run_id,
-        topic=record.topic,
-        status=record.status.value,
-        step=record.termination_reason or record.status.value,
-        sources=len(report.sources) if report is not None else 0,
-        cost_usd=record.cost_usd,
-        ending=record.termination_reason,
-        claims_supported=supported,
-        claims_checked=checked,
-        error=record.error,
-    )
-
-
-def _support(report: Report) -> tuple[int | None, int | None]:
-    if report.support is None:
-        return None, None
-    claims = report.support.claims
-    checked = sum(claim.verdict is not Verdict.UNKNOWN for claim in claims)
-    return report.support.count(Verdict.SUPPORTED), checked
-
-
-def _summary(run: RunRecord) -> RunSummary:
-    return RunSummary(
-        run_id=run.run_id,
-        topic=run.topic,
-        mode=run.mode.value,
-        depth=run.depth.value,
-        status=run.status.value,
-        ending=run.termination_reason,
-        platform=run.origin.platform,
-        created_at=run.created_at,
-        cost_usd=run.cost_usd,
-        parent_run_id=run.parent_run_id,
-    )
+def _final(live: LiveRun) -> tuple[RunRecord, RunState] | None:
+    """An ended run's final state, as `state` would read it from the store (the record is the
+    one stored as it finished); None for a follow-up, whose answer is stored apart from its
+    report (`state` reads both)."""
+    record, outcome = live.record, live.outcome
+    if record is None or outcome is None or record.parent_run_id is not None:
+        return None
+    return record, stored_state(record, outcome.report)

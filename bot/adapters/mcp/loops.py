@@ -1,0 +1,84 @@
+"""The MCP server's HTTP side on an event loop of its own, in a thread, and the hop from there to
+the bot's loop, where the runs, the store and the follow-ups live.
+
+Why a loop of its own: during a burst the bot's loop is busy with every run's model streams,
+pages and writes, and a request queued behind that work waits its turn however little it asks.
+On its own loop a `research_status` answered from memory waits for nothing but the interpreter.
+Everything else an MCP tool does hops to the bot's loop (`at_home`), so the runs service is
+used from one loop only, as everywhere else."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+
+import uvicorn
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class HasHome(Protocol):
+    home: asyncio.AbstractEventLoop
+
+
+S = TypeVar("S", bound=HasHome)
+
+
+async def on_loop(loop: asyncio.AbstractEventLoop, work: Coroutine[Any, Any, T]) -> T:
+    """`work` run on `loop` and awaited from here; cancelling the wait cancels it there too."""
+    if asyncio.get_running_loop() is loop:
+        return await work
+    return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(work, loop))
+
+
+def at_home(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """A coroutine method that always runs on its object's `home` loop, whoever awaits it."""
+
+    @functools.wraps(method)
+    async def hop(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await on_loop(self.home, method(self, *args, **kwargs))
+
+    return hop
+
+
+class OwnLoopServer(uvicorn.Server):
+    """A uvicorn server that serves from a thread with an event loop of its own. `serve()` is
+    awaited as usual, and returns (or raises) as the thread's server does. Signals stay with
+    the main thread: uvicorn's own handlers, which set `should_exit`, the thread's loop sees."""
+
+    async def serve(self, sockets: Any = None) -> None:
+        home = asyncio.get_running_loop()
+        done: asyncio.Future[None] = home.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if done.done():
+                return
+            if error is None:
+                done.set_result(None)
+            else:
+                done.set_exception(error)
+
+        def serving() -> None:
+            error: BaseException | None = None
+            try:
+                asyncio.run(uvicorn.Server.serve(self, sockets))
+            except BaseException as failed:  # handed to the awaiting loop, raised there
+                error = failed
+            # RuntimeError: that loop has closed, and nobody awaits this any more.
+            with contextlib.suppress(RuntimeError):
+                home.call_soon_threadsafe(settle, error)
+
+        with self.capture_signals():
+            threading.Thread(target=serving, name="mcp-http", daemon=True).start()
+            try:
+                await asyncio.shield(done)
+            except asyncio.CancelledError:
+                self.should_exit = True
+                raise
