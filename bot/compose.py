@@ -173,12 +173,24 @@ def shared_signals(settings: Settings, store: Store) -> Signals | None:
     return PostgresSignals(store.database, settings.database_url.get_secret_value())
 
 
+FULL_COLLECTION_EVERY = 100
+"""Second-generation collections between two full ones (Python's default: 10)."""
+
+
 def freeze_startup_heap() -> None:
     """For a long-lived process, once its services are built: everything so far (modules,
     clients, schemas: most of the heap) lives as long as the process. Out of the collector's
     sight, a full collection under load takes a few ms instead of stalling every run for
-    100-140 ms (bench/scale.py)."""
+    100-140 ms (bench/scale.py).
+
+    Then fewer full collections: after the freeze the collector's rule (a full one once the
+    objects not yet fully collected grow by a quarter) counts only what is left outside, a
+    few tens of thousands, so a burst of runs set one off every few seconds, each stopping every
+    thread for 20-60 ms (bench/mcp_serve.py). At most one per 100 second-generation ones keeps
+    the younger generations' collections as they were."""
     gc.freeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, FULL_COLLECTION_EVERY)
 
 
 @asynccontextmanager
