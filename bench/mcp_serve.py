@@ -8,9 +8,11 @@ production: Slack (`SlackFrontEnd` on the fake Slack, streaming off) and MCP (`m
 bearer token). A Slack burst is N signed `/research` commands at once, each from a workspace and
 channel of its own, timed until every report file is in its thread; an MCP burst is N `research`
 calls at once, one client session each (connected beforehand, as an agent already is, and in a
-process of their own, `--clients`, as agents are), timed
-until every call has returned its report. During the MCP burst one more session calls
-`research_status` on a running run every 10 ms. Rounds alternate which front end goes first.
+process of their own, `--clients`, as agents are), timed until every call has returned its
+report. During the MCP burst one more session, an agent of its own (`--follower`), calls
+`research_status` on the burst's runs in turn every 10 ms. Rounds alternate which front end goes
+first. `--same-loop` is the baseline: the MCP server on the bot's loop, as it was before it had
+one of its own.
 
     python -m bench.mcp_serve            # about half a minute (--runs 50 --rounds 2)
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import sys
@@ -27,11 +30,14 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx2
+import uvicorn
 from aiohttp import web
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bench.scale import environment, fake_world
 from bot.adapters.mcp.callers import Tokens
@@ -84,12 +90,53 @@ async def _slack_front(services: Services, settings: Settings) -> AsyncIterator[
             await runner.cleanup()
 
 
+class _Inside:
+    """What happened inside the bot's process while a burst went: how long each
+    `research_status` request took in the server (ASGI, from its call to its last byte out: the
+    figure without the client's own time), and the garbage collector's pauses, which stop every
+    thread of the process."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self.recording = False
+        self.status_ms: list[float] = []
+        self.gc_ms: list[float] = []
+        self._gc_began = 0.0
+        gc.callbacks.append(self._collected)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        began = time.perf_counter()
+        status = False
+
+        async def reading() -> Message:
+            nonlocal status
+            message = await receive()
+            status = status or b'"research_status"' in message.get("body", b"")
+            return message
+
+        await self._app(scope, reading, send)
+        if status and self.recording:
+            self.status_ms.append((time.perf_counter() - began) * 1000)
+
+    def _collected(self, phase: str, _: dict[str, int]) -> None:
+        if phase == "start":
+            self._gc_began = time.perf_counter()
+        elif self.recording:
+            self.gc_ms.append((time.perf_counter() - self._gc_began) * 1000)
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._collected)
+
+
 @contextlib.asynccontextmanager
-async def _mcp_front(services: Services) -> AsyncIterator[str]:
-    """The MCP server over HTTP: its /mcp address."""
+async def _mcp_front(services: Services, same_loop: bool) -> AsyncIterator[tuple[str, _Inside]]:
+    """The MCP server over HTTP, as `serve` runs it (on a loop of its own) or, `same_loop`, as it
+    ran before (on the bot's): its /mcp address."""
     service = McpRuns(services.store, services.runs, services.followups)
-    app = mcp_app(service, Tokens({TOKEN: "T0BENCH"}), wait_s=600, host="127.0.0.1")
-    server = http_server(app, "127.0.0.1", 0)
+    inside = _Inside(mcp_app(service, Tokens({TOKEN: "T0BENCH"}), wait_s=600, host="127.0.0.1"))
+    server = http_server(inside, "127.0.0.1", 0)
+    if same_loop:
+        server = uvicorn.Server(server.config)
     serving = asyncio.create_task(server.serve())
 
     async def started() -> bool:
@@ -97,10 +144,11 @@ async def _mcp_front(services: Services) -> AsyncIterator[str]:
 
     await eventually(started)
     try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/mcp"
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/mcp", inside
     finally:
         server.should_exit = True
         await serving
+        inside.close()
 
 
 async def slack_burst(slack: FakeSlack, url: str, topics: list[str]) -> float:
@@ -134,25 +182,32 @@ async def _burst_ids(status: Client, already: set[str], count: int) -> list[str]
         await asyncio.sleep(POLL_S)
 
 
-async def mcp_burst(
-    sessions: list[Client], status: Client, topics: list[str]
-) -> tuple[float, list[float], list[float]]:
-    """Seconds until every `research` call returned its report, and the `research_status`
-    latencies (ms) meanwhile: of answers "still going", and of the answers that saw a run end.
-    Runs are polled in turn, each until it is seen ended, as an agent following them would."""
-    listed = await status.call_tool("list_runs", {"limit": 100})
-    already = {r["run_id"] for r in listed.structured_content["runs"]}
-    going: list[float] = []
-    ended: list[float] = []
+async def mcp_burst(sessions: list[Client], topics: list[str]) -> float:
+    """Seconds until every `research` call has returned its report."""
     began = time.perf_counter()
-    calls = asyncio.gather(
+    results = await asyncio.gather(
         *(
             mcp.call_tool("research", {"topic": topic})
             for mcp, topic in zip(sessions, topics, strict=True)
         )
     )
-    followed = await _burst_ids(status, already, len(topics))
-    while followed and not calls.done():
+    elapsed = time.perf_counter() - began
+    failed = [r for r in results if r.is_error or r.structured_content["status"] != "done"]
+    if failed:
+        raise RuntimeError(f"{len(failed)} MCP runs did not end done: {failed[0].content}")
+    return elapsed
+
+
+async def follow_burst(
+    status: Client, already: set[str], count: int
+) -> tuple[list[float], list[float]]:
+    """The `research_status` latencies (ms) while a burst of `count` runs goes: of answers
+    "still going", and of the answers that saw a run end. Runs are polled in turn, each until it
+    is seen ended, as an agent following them would."""
+    going: list[float] = []
+    ended: list[float] = []
+    followed = await _burst_ids(status, already, count)
+    while followed:
         run_id = followed.pop(0)
         asked = time.perf_counter()
         answer = await status.call_tool("research_status", {"run_id": run_id})
@@ -164,12 +219,12 @@ async def mcp_burst(
             going.append(took)
             followed.append(run_id)
         await asyncio.sleep(POLL_S)
-    results = await calls
-    elapsed = time.perf_counter() - began
-    failed = [r for r in results if r.is_error or r.structured_content["status"] != "done"]
-    if failed:
-        raise RuntimeError(f"{len(failed)} MCP runs did not end done: {failed[0].content}")
-    return elapsed, going, ended
+    return going, ended
+
+
+async def _listed(status: Client) -> set[str]:
+    listed = await status.call_tool("list_runs", {"limit": 100})
+    return {r["run_id"] for r in listed.structured_content["runs"]}
 
 
 def _p99(values: list[float]) -> float:
@@ -178,15 +233,17 @@ def _p99(values: list[float]) -> float:
 
 
 @contextlib.asynccontextmanager
-async def _agents(mcp_url: str, runs: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    """The MCP clients in a process of their own (`--clients`), as real agents are: in the
-    bot's process their 51 sessions would share its event loop, and the figure would measure
-    the bench. Ready once its sessions are connected and a warm-up run has come back."""
+async def _agent(role: str, mcp_url: str, runs: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    """MCP clients in a process of their own, as real agents are: `--clients`, the burst's
+    sessions, or `--follower`, the one that polls `research_status`. In the bot's process they
+    would share its event loop, and beside the burst's sessions the follower would wait for
+    their 50 reports to be parsed: either way the figure would measure the bench. Ready once
+    its sessions are connected (and, for the clients, a warm-up run has come back)."""
     agents = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "bench.mcp_serve",
-        "--clients",
+        f"--{role}",
         mcp_url,
         "--runs",
         str(runs),
@@ -196,60 +253,96 @@ async def _agents(mcp_url: str, runs: int) -> AsyncIterator[asyncio.subprocess.P
     assert agents.stdin is not None and agents.stdout is not None
     try:
         if (await agents.stdout.readline()).strip() != b"ready":
-            raise RuntimeError("the MCP clients' process did not start")
+            raise RuntimeError(f"the MCP {role}' process did not start")
         yield agents
     finally:
         agents.stdin.close()
         await agents.wait()
 
 
+async def _ask(agent: asyncio.subprocess.Process, line: object) -> Any:
+    assert agent.stdin is not None and agent.stdout is not None
+    agent.stdin.write(json.dumps(line).encode() + b"\n")
+    await agent.stdin.drain()
+    answer = await agent.stdout.readline()
+    if not answer:
+        raise RuntimeError("an MCP clients' process ended during a burst")
+    return json.loads(answer)
+
+
 async def _remote_burst(
-    agents: asyncio.subprocess.Process, topics: list[str]
+    clients: asyncio.subprocess.Process, follower: asyncio.subprocess.Process, topics: list[str]
 ) -> tuple[float, list[float], list[float]]:
-    assert agents.stdin is not None and agents.stdout is not None
-    agents.stdin.write(json.dumps(topics).encode() + b"\n")
-    await agents.stdin.drain()
-    line = await agents.stdout.readline()
-    if not line:
-        raise RuntimeError("the MCP clients' process ended during a burst")
-    took, going, ended = json.loads(line)
+    await _ask(follower, "mark")  # the runs stored before the burst
+    took, (going, ended) = await asyncio.gather(_ask(clients, topics), _ask(follower, len(topics)))
     return took, going, ended
 
 
-async def serve_agents(mcp_url: str, runs: int) -> None:
-    """`--clients`: `runs` + 1 sessions to the bot's MCP server; each line of stdin is one
-    burst's topics (JSON), answered on stdout with its figures."""
+@contextlib.asynccontextmanager
+async def _sessions(mcp_url: str, count: int) -> AsyncIterator[list[Client]]:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=600) as http,
         contextlib.AsyncExitStack() as sessions_open,
     ):
-        sessions = [
+        yield [
             await sessions_open.enter_async_context(
                 Client(streamable_http_client(mcp_url, http_client=http), cache=None)
             )
-            for _ in range(runs + 1)
+            for _ in range(count)
         ]
+
+
+async def serve_clients(mcp_url: str, runs: int) -> None:
+    """`--clients`: `runs` sessions to the bot's MCP server; each line of stdin is one burst's
+    topics (JSON), answered on stdout with its seconds."""
+    async with _sessions(mcp_url, runs) as sessions:
         await sessions[0].call_tool("research", {"topic": "Warmup 2"})
         print("ready", flush=True)
         while line := await asyncio.to_thread(sys.stdin.readline):
-            figures = await mcp_burst(sessions[1:], sessions[0], json.loads(line))
-            print(json.dumps(figures), flush=True)
+            print(json.dumps(await mcp_burst(sessions, json.loads(line))), flush=True)
 
 
-async def measure(runs: int, rounds: int, urls: dict[str, str]) -> dict[str, list[float]]:
-    figures: dict[str, list[float]] = {"slack": [], "mcp": [], "going_ms": [], "ended_ms": []}
+async def serve_follower(mcp_url: str) -> None:
+    """`--follower`: one session; stdin `"mark"` notes the runs stored so far, and a count
+    follows that many new runs to their end, answered with the latencies."""
+    async with _sessions(mcp_url, 1) as (status,):
+        print("ready", flush=True)
+        already: set[str] = set()
+        while line := await asyncio.to_thread(sys.stdin.readline):
+            asked = json.loads(line)
+            if asked == "mark":
+                already = await _listed(status)
+                print(json.dumps("marked"), flush=True)
+            else:
+                print(json.dumps(await follow_burst(status, already, asked)), flush=True)
+
+
+async def measure(
+    runs: int, rounds: int, urls: dict[str, str], same_loop: bool
+) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {
+        "slack": [],
+        "mcp": [],
+        "going_ms": [],
+        "ended_ms": [],
+        "server_ms": [],
+        "gc_ms": [],
+    }
     with tempfile.TemporaryDirectory() as folder:
         async with FakeSlack() as slack:
             settings = _settings(Path(folder), urls, slack.api_url, runs)
             async with (
                 open_services(settings) as services,
                 _slack_front(services, settings) as slack_url,
-                _mcp_front(services) as mcp_url,
+                _mcp_front(services, same_loop) as (mcp_url, inside),
             ):
                 freeze_startup_heap()  # as `research-bot serve` does
                 await slack_burst(slack, slack_url, ["Warmup 1"])  # warm both paths
-                async with _agents(mcp_url, runs) as agents:
+                async with (
+                    _agent("clients", mcp_url, runs) as clients,
+                    _agent("follower", mcp_url, runs) as follower,
+                ):
                     for r in range(rounds):
                         slack_topics = [f"Company {10_000 * (r + 1) + n}" for n in range(runs)]
                         mcp_topics = [
@@ -262,10 +355,15 @@ async def measure(runs: int, rounds: int, urls: dict[str, str]) -> dict[str, lis
                                     await slack_burst(slack, slack_url, slack_topics)
                                 )
                             else:
-                                took, going, ended = await _remote_burst(agents, mcp_topics)
+                                inside.recording = True
+                                took, going, ended = await _remote_burst(
+                                    clients, follower, mcp_topics
+                                )
+                                inside.recording = False
                                 figures["mcp"].append(took)
                                 figures["going_ms"] += going
                                 figures["ended_ms"] += ended
+            figures["server_ms"], figures["gc_ms"] = inside.status_ms, inside.gc_ms
     return figures
 
 
@@ -290,6 +388,18 @@ def report(figures: dict[str, list[float]], runs: int) -> bool:
                 f"  {label}: {len(part)} calls, median {part[len(part) // 2]:.1f} ms, "
                 f"p99 {_p99(part):.1f} ms, max {part[-1]:.1f} ms"
             )
+    inside = sorted(figures["server_ms"])
+    if inside:
+        print(
+            f"  inside the server: median {inside[len(inside) // 2]:.1f} ms, "
+            f"p99 {_p99(inside):.1f} ms, max {inside[-1]:.1f} ms"
+        )
+    pauses = sorted(figures["gc_ms"])
+    if pauses:
+        print(
+            f"garbage collector during the MCP bursts: {len(pauses)} pauses, "
+            f"{sum(pauses):.0f} ms in all, longest {pauses[-1]:.1f} ms"
+        )
     passed = ratio <= GOAL_RATIO and p99 < GOAL_STATUS_P99_MS
     print("PASS" if passed else "FAIL")
     return passed
@@ -301,13 +411,20 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", action="store_true", help="also print the raw figures")
     parser.add_argument("--clients", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument("--follower", metavar="URL", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--same-loop", action="store_true", help="the baseline: MCP served on the bot's loop"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.CRITICAL)
     if args.clients:
-        asyncio.run(serve_agents(args.clients, args.runs))
+        asyncio.run(serve_clients(args.clients, args.runs))
+        return 0
+    if args.follower:
+        asyncio.run(serve_follower(args.follower))
         return 0
     with fake_world() as urls:
-        figures = asyncio.run(measure(args.runs, args.rounds, urls))
+        figures = asyncio.run(measure(args.runs, args.rounds, urls, args.same_loop))
     passed = report(figures, args.runs)
     if args.json:
         print(json.dumps(figures))
