@@ -185,6 +185,11 @@ class McpRuns:
         )
 
     @at_home
+    async def record(self, caller: Caller, run_id: str) -> RunRecord:
+        """One of the caller's runs as stored; another workspace's answers as an unknown one."""
+        return await self._visible(caller, run_id)
+
+    @at_home
     async def list_runs(self, caller: Caller, limit: int) -> RunList:
         limit = max(1, min(limit, MAX_LIST))
         return RunList(runs=[run_summary(run) for run in await self.newest(caller, limit)])

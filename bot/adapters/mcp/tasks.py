@@ -44,7 +44,7 @@ from pydantic.alias_generators import to_camel
 
 from bot.adapters.mcp.callers import Caller
 from bot.adapters.mcp.models import RunState
-from bot.adapters.mcp.runs import MAX_LIST, McpRuns
+from bot.adapters.mcp.runs import McpRuns
 from bot.domain import RunStatus
 from bot.errors import BotError
 
@@ -217,13 +217,9 @@ class TasksExtension(Extension):
         caller = self._caller_of(Context(request_context=ctx))
         return caller, await self._service.status(caller, task_id)
 
-    async def _created_at(self, caller: Caller, run_id: str) -> datetime | None:
-        # A task this server did not create (another replica's, a previous life's): its run
-        # is among the caller's newest as a rule; if not, it is dated from first sight here.
-        for run in await self._service.newest(caller, MAX_LIST):
-            if run.run_id == run_id:
-                return run.created_at
-        return None
+    async def _created_at(self, caller: Caller, run_id: str) -> datetime:
+        # A task this server did not create (another replica's, a previous life's).
+        return (await self._service.record(caller, run_id)).created_at
 
     def _view(self, state: RunState, created: datetime | None) -> TaskView:
         now = datetime.now(UTC)

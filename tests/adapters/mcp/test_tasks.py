@@ -11,6 +11,7 @@ served or asked for with it. A client of an older revision gets the plain tools.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import pytest
@@ -29,7 +30,9 @@ from mcp.types import (
     Result,
 )
 
+from bot.adapters.mcp.callers import Caller
 from bot.compose import Services
+from bot.domain import Request as RunRequest
 from tests.adapters.mcp.conftest import REPORT, TOKEN_A, TOKEN_B, client
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.process import eventually
@@ -251,3 +254,20 @@ async def test_a_run_that_fails_is_a_failed_task_with_its_error(
     assert ended.status == "failed" and ended.result is None, ended
     assert ended.error is not None and ended.error["code"] == INTERNAL_ERROR
     assert "Anthropic API" in ended.error["message"]
+
+
+async def test_a_task_this_server_did_not_create_is_dated_from_its_stored_run(
+    served: tuple[str, Services],
+) -> None:
+    """Another replica's run, or one from before a restart: `tasks/get` finds its record."""
+    url, services = served
+    asked_at = datetime(2026, 1, 1, 9, 30, tzinfo=UTC)
+    origin = Caller(workspace="T0AAA", label="T0AAA").origin()
+    stored = await services.store.create_run(
+        RunRequest(topic="Acme", origin=origin), asked_at=asked_at
+    )
+    async with client(url, TOKEN_A, [Tasks()]) as mcp:
+        task = await get_task(mcp, stored.run_id)
+
+    assert (task.task_id, task.status) == (stored.run_id, "working")
+    assert datetime.fromisoformat(task.created_at) == asked_at
