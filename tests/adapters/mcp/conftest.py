@@ -69,13 +69,21 @@ async def served(
 
 @asynccontextmanager
 async def client(
-    url: str, token: str, extensions: Sequence[ClientExtension] | None = None
+    url: str,
+    token: str,
+    extensions: Sequence[ClientExtension] | None = None,
+    mode: str = "auto",
 ) -> AsyncIterator[Client]:
+    """`mode`: "auto", the current revision (2026-07-28), or "legacy", the handshake-era one
+    before it (2025-11-25), as a client the SDK's previous releases made would speak."""
     headers = {"Authorization": f"Bearer {token}"}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=20) as http,
         Client(
-            streamable_http_client(url, http_client=http), cache=None, extensions=extensions
+            streamable_http_client(url, http_client=http),
+            cache=None,
+            extensions=extensions,
+            mode=mode,
         ) as session,
     ):
         yield session

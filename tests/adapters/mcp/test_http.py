@@ -21,9 +21,13 @@ from tests.adapters.mcp.conftest import REPORT, TOKEN_A, TOKEN_B, client
 from tests.fakes.anthropic_api import FakeAnthropic, reply, reply_text, reply_tools, tool_use
 from tests.process import eventually
 
+REVISIONS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
+"""The revision each client mode speaks with this server: the current one and the one before."""
 
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_research_waits_for_the_report_with_a_progress_notification_per_step(
-    served: tuple[str, Services], anthropic_api: FakeAnthropic
+    served: tuple[str, Services], anthropic_api: FakeAnthropic, mode: str
 ) -> None:
     url, services = served
     anthropic_api.script(
@@ -34,7 +38,8 @@ async def test_research_waits_for_the_report_with_a_progress_notification_per_st
     async def progress(done: float, total: float | None, message: str | None) -> None:
         steps.append(message or "")
 
-    async with client(url, TOKEN_A) as mcp:
+    async with client(url, TOKEN_A, mode=mode) as mcp:
+        revision = mcp.protocol_version
         result = await mcp.call_tool("research", {"topic": "Acme Robotics"}, None, progress)
         run_id = result.structured_content["run_id"]
         listed = await mcp.call_tool("list_runs", {})
@@ -49,6 +54,7 @@ async def test_research_waits_for_the_report_with_a_progress_notification_per_st
             "ask_followup", {"run_id": run_id, "question": "What do they make?"}
         )
 
+    assert revision == REVISIONS[mode]
     assert not result.is_error, result.content
     state = result.structured_content
     assert state["status"] == "done" and state["ending"] == "completed"
@@ -66,9 +72,12 @@ async def test_research_waits_for_the_report_with_a_progress_notification_per_st
     assert answer["status"] == "done" and "They build robots" in answer["answer"]
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_cancelled_call_summarizes_the_run_and_get_report_gives_it(
-    served: tuple[str, Services], anthropic_api: FakeAnthropic
+    served: tuple[str, Services], anthropic_api: FakeAnthropic, mode: str
 ) -> None:
+    """Cancelled as each revision cancels: the handshake-era one with notifications/cancelled,
+    the current one by closing the call's response stream."""
     url, _ = served
     anthropic_api.script(
         reply_tools([("web_search", {"query": "acme"})]),
@@ -76,7 +85,8 @@ async def test_a_cancelled_call_summarizes_the_run_and_get_report_gives_it(
         reply_text(REPORT),
     )
     first = anthropic_api.hold()
-    async with client(url, TOKEN_A) as mcp:
+    async with client(url, TOKEN_A, mode=mode) as mcp:
+        assert mcp.protocol_version == REVISIONS[mode]
         call = asyncio.create_task(mcp.call_tool("research", {"topic": "Acme"}))
         await anthropic_api.wait_for_requests(1)
         first.set()
