@@ -42,9 +42,18 @@ async def served(
 ) -> AsyncIterator[tuple[str, Services]]:
     """The server on a free port; a test parametrizes it indirectly with RESEARCH_BOT_MCP_WAIT_S."""
     env = world_env(tmp_path, anthropic_api, tavily, web)
+    async with mcp_server(env, wait_s=getattr(request, "param", "120")) as serving:
+        yield serving
+
+
+@asynccontextmanager
+async def mcp_server(
+    env: dict[str, str], *, wait_s: str = "120"
+) -> AsyncIterator[tuple[str, Services]]:
+    """The bot with `env`, served over HTTP on a free port with TOKEN_A and TOKEN_B: the /mcp
+    address, and the services behind it."""
     settings = Settings.from_mapping(env)
     tokens_json = json.dumps({TOKEN_A: "T0AAA", TOKEN_B: "acme-agents"})
-    wait_s = getattr(request, "param", "120")
     mcp = load_mcp_settings(
         {"RESEARCH_BOT_MCP_TOKENS": tokens_json, "RESEARCH_BOT_MCP_WAIT_S": wait_s}
     )
