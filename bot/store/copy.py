@@ -2,8 +2,9 @@
 
 Every table of the schema is copied in foreign-key order (a run before its events, a run before
 its follow-ups), in batches, each committed on its own: a copy cut short keeps what it had
-written, and running it again inserts only what is missing (a row whose key is already there is
-skipped and counted as such). The source is only read; a file of an earlier release is first
+written (stopped by Ctrl-C, it finishes the batch it is writing and starts no other), and running
+it again inserts only what is missing (a row whose key is already there is skipped and counted as
+such). The source is only read; a file of an earlier release is first
 brought to this release's schema in a temporary copy, never in place. The search index is not
 copied: PostgreSQL's triggers compute its own from each report as it arrives (columns outside
 `METADATA`, so never written here).
@@ -14,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,11 +102,26 @@ async def _copy_table(source: Database, target: Database, table: Table, size: in
     order = [column.name for column in _read_order(table)]
     last: tuple[Any, ...] | None = None
     while rows := await source.read(_batch_after(table, last, size)):
-        inserted = await target.write(_insert_missing(table, rows))
+        inserted = await _whole(target.write(_insert_missing(table, rows)))
         counted.copied += inserted
         counted.already += len(rows) - inserted
         last = tuple(rows[-1][name] for name in order)
     return counted
+
+
+async def _whole(write: Awaitable[int]) -> int:
+    """A batch's write, finished even when the copy is stopped meanwhile (Ctrl-C cancels it):
+    left running, it would be cut at the loop's end after its connection's pool was closed, so
+    whether the batch landed would be chance and SQLAlchemy would warn about the connection.
+    Stopped, the copy waits for the batch, then stops before the next."""
+    batch = asyncio.ensure_future(write)
+    try:
+        return await asyncio.shield(batch)
+    except asyncio.CancelledError:
+        await asyncio.wait([batch])
+        if not batch.cancelled():
+            batch.exception()  # a batch that failed meanwhile: the stop is what is reported
+        raise
 
 
 @asynccontextmanager
