@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,26 +102,11 @@ async def _copy_table(source: Database, target: Database, table: Table, size: in
     order = [column.name for column in _read_order(table)]
     last: tuple[Any, ...] | None = None
     while rows := await source.read(_batch_after(table, last, size)):
-        inserted = await _whole(target.write(_insert_missing(table, rows)))
+        inserted = await target.write(_insert_missing(table, rows))
         counted.copied += inserted
         counted.already += len(rows) - inserted
         last = tuple(rows[-1][name] for name in order)
     return counted
-
-
-async def _whole(write: Awaitable[int]) -> int:
-    """A batch's write, finished even when the copy is stopped meanwhile (Ctrl-C cancels it):
-    left running, it would be cut at the loop's end after its connection's pool was closed, so
-    whether the batch landed would be chance and SQLAlchemy would warn about the connection.
-    Stopped, the copy waits for the batch, then stops before the next."""
-    batch = asyncio.ensure_future(write)
-    try:
-        return await asyncio.shield(batch)
-    except asyncio.CancelledError:
-        await asyncio.wait([batch])
-        if not batch.cancelled():
-            batch.exception()  # a batch that failed meanwhile: the stop is what is reported
-        raise
 
 
 @asynccontextmanager

@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Any
 
 import psycopg
 from sqlalchemy import Connection, make_url, text
@@ -94,6 +95,8 @@ class PostgresDatabase:
         self.path = where
         self._pending: list[Pending] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._writing: set[asyncio.Task[Any]] = set()
+        """Writes under way, whose callers may have gone: `close` lets them finish."""
         self._opened = False
 
     @classmethod
@@ -119,7 +122,7 @@ class PostgresDatabase:
             else:
                 await database.write(migrate)
         except BaseException:
-            await engine.dispose()
+            await database.close()  # a migration stopped meanwhile finishes or rolls back first
             raise
         # From here on an outage is waited out: at the start, it is said at once.
         database._opened = True
@@ -134,8 +137,11 @@ class PostgresDatabase:
 
     async def write(self, work: Work[T]) -> T:
         # Shielded: a caller cancelled meanwhile does not stop the write; what it records did
-        # happen.
-        return await asyncio.shield(self._through_outages(partial(self._transaction, work)))
+        # happen. Kept until it ends, so that `close` waits for it rather than cut it off.
+        writing = asyncio.ensure_future(self._through_outages(partial(self._transaction, work)))
+        self._writing.add(writing)
+        writing.add_done_callback(self._writing.discard)
+        return await asyncio.shield(writing)
 
     async def _through_outages(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """`attempt()`, tried again while the server is out of reach (`OUTAGE_PAUSES_S`); any
@@ -201,6 +207,8 @@ class PostgresDatabase:
     async def close(self) -> None:
         if self._flusher is not None:
             await self._flusher
+        if self._writing:  # their callers are gone (Ctrl-C, a shutdown): what they record stays
+            await asyncio.wait(self._writing)
         await self._engine.dispose()
 
 
