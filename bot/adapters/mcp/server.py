@@ -20,9 +20,9 @@ from bot.adapters.mcp.callers import Caller
 from bot.adapters.mcp.listing import REPORT_URI, serve_listing
 from bot.adapters.mcp.live import LiveRun
 from bot.adapters.mcp.models import Answer, Hits, ReportText, RunList, RunState
+from bot.adapters.mcp.results import ended_result, tool_result
 from bot.adapters.mcp.runs import McpRuns
-from bot.adapters.mcp.tasks import TasksExtension, ended_result
-from bot.adapters.mcp.tasks import tool_result as _result
+from bot.adapters.mcp.tasks import TasksExtension
 from bot.errors import BotError
 
 log = logging.getLogger(__name__)
@@ -96,25 +96,25 @@ def _run_tools(server: MCPServer, service: McpRuns, caller_of: CallerOf, wait_s:
         fr, ja …), by default the topic's. Returns at once with the run's id: follow it with
         research_status and read it with get_report."""
         state, _ = await _guarded(service.start(caller_of(ctx), topic, mode, depth, language))
-        return _result(state, state.text())
+        return tool_result(state, state.text())
 
     @server.tool()
     async def research_status(run_id: str, ctx: Context) -> Annotated[CallToolResult, RunState]:
         """A run's status: its current step, sources found and cost so far, place in the queue."""
         state = await _guarded(service.status(caller_of(ctx), run_id))
-        return _result(state, state.text())
+        return tool_result(state, state.text())
 
     @server.tool()
     async def summarize_now(run_id: str, ctx: Context) -> Annotated[CallToolResult, RunState]:
         """Stop researching and write the report now from what the run has found."""
         state = await _guarded(service.control(caller_of(ctx), run_id, "summarize"))
-        return _result(state, f"Summarizing run {run_id} now.\n{state.text()}")
+        return tool_result(state, f"Summarizing run {run_id} now.\n{state.text()}")
 
     @server.tool()
     async def cancel_research(run_id: str, ctx: Context) -> Annotated[CallToolResult, RunState]:
         """Cancel a run: it ends without a report."""
         state = await _guarded(service.control(caller_of(ctx), run_id, "cancel"))
-        return _result(state, f"Cancelling run {run_id}.\n{state.text()}")
+        return tool_result(state, f"Cancelling run {run_id}.\n{state.text()}")
 
 
 def _read_tools(server: MCPServer, service: McpRuns, caller_of: CallerOf, wait_s: float) -> None:
@@ -124,13 +124,13 @@ def _read_tools(server: MCPServer, service: McpRuns, caller_of: CallerOf, wait_s
     ) -> Annotated[CallToolResult, ReportText]:
         """A run's report as text: Markdown ("md", the default) or a whole HTML page ("html")."""
         report = await _guarded(service.report(caller_of(ctx), run_id, format))
-        return _result(report, report.content)
+        return tool_result(report, report.content)
 
     @server.tool()
     async def list_runs(ctx: Context, limit: int = 20) -> Annotated[CallToolResult, RunList]:
         """The newest runs of your workspace (at most 100), newest first."""
         runs = await _guarded(service.list_runs(caller_of(ctx), limit))
-        return _result(runs, runs.text())
+        return tool_result(runs, runs.text())
 
     @server.tool()
     async def search_reports(
@@ -139,7 +139,7 @@ def _read_tools(server: MCPServer, service: McpRuns, caller_of: CallerOf, wait_s
         """Your workspace's stored reports and follow-up answers that have every word of
         `query`, best first, each with a snippet."""
         hits = await _guarded(service.search(caller_of(ctx), query, limit))
-        return _result(hits, hits.text())
+        return tool_result(hits, hits.text())
 
     @server.tool()
     async def ask_followup(
@@ -148,7 +148,7 @@ def _read_tools(server: MCPServer, service: McpRuns, caller_of: CallerOf, wait_s
         """Ask a question about a finished run's report; answered from its sources (researching
         further when they fall short), as a follow-up in its thread would be."""
         answer = await _guarded(service.ask(caller_of(ctx), run_id, question, wait_s))
-        return _result(answer, answer.answer or answer.error or answer.status)
+        return tool_result(answer, answer.answer or answer.error or answer.status)
 
     @server.resource(REPORT_URI, mime_type="text/markdown")
     async def run_report(run_id: str, ctx: Context) -> str:
@@ -195,5 +195,5 @@ def _research_tool(server: MCPServer, service: McpRuns, caller_of: CallerOf, wai
             text = (
                 f"{state.text()}\nStill researching after {wait_s:g} s: research_status follows it."
             )
-            return _result(state, text)
+            return tool_result(state, text)
         return await ended_result(service, caller, state)

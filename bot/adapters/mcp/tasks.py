@@ -44,6 +44,7 @@ from pydantic.alias_generators import to_camel
 
 from bot.adapters.mcp.callers import Caller
 from bot.adapters.mcp.models import RunState
+from bot.adapters.mcp.results import ended_result
 from bot.adapters.mcp.runs import McpRuns
 from bot.domain import RunStatus
 from bot.errors import BotError
@@ -66,23 +67,6 @@ TASK_STATUS: dict[str, TaskStatus] = {
 FAILED_INSIDE = "Something went wrong inside the bot (it is logged): try again."
 CallerOf = Callable[[Context], Caller]
 T = TypeVar("T")
-
-
-def tool_result(model: BaseModel, text: str) -> CallToolResult:
-    """A tool's answer: readable text, and the model as `structuredContent`."""
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=model.model_dump(mode="json"),
-    )
-
-
-async def ended_result(service: McpRuns, caller: Caller, state: RunState) -> CallToolResult:
-    """What `research` answers for a run that has ended: its state, and its report if any."""
-    try:
-        report = await service.report(caller, state.run_id, "md")
-    except BotError:
-        return tool_result(state, state.text())
-    return tool_result(state, f"{state.text()}\n\n{report.content}")
 
 
 class ResearchArgs(BaseModel):
