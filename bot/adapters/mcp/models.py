@@ -1,5 +1,6 @@
 """What the MCP tools answer: pydantic models, so each result carries `structuredContent` under
-a published output schema, beside the readable text made from the same model."""
+a published output schema, beside the readable text made from the same model; and how the
+ones a run's record gives are made from it."""
 
 from __future__ import annotations
 
