@@ -131,7 +131,7 @@ class _Inside:
 @contextlib.asynccontextmanager
 async def _mcp_front(services: Services, same_loop: bool) -> AsyncIterator[tuple[str, _Inside]]:
     """The MCP server over HTTP, as `serve` runs it (on a loop of its own) or, `same_loop`, as it
-    ran before (on the bot's): its /mcp address."""
+    ran before (on the bot's): its /mcp address, and what it sees inside."""
     service = McpRuns(services.store, services.runs, services.followups)
     inside = _Inside(mcp_app(service, Tokens({TOKEN: "T0BENCH"}), wait_s=600, host="127.0.0.1"))
     server = http_server(inside, "127.0.0.1", 0)
