@@ -14,7 +14,7 @@ report. During the MCP burst one more session, an agent of its own (`--follower`
 first. `--same-loop` is the baseline: the MCP server on the bot's loop, as it was before it had
 one of its own.
 
-    python -m bench.mcp_serve            # about half a minute (--runs 50 --rounds 2)
+    python -m bench.mcp_serve            # about 45 s (--runs 50 --rounds 2)
 """
 
 from __future__ import annotations

@@ -5,12 +5,19 @@ loop is not just busy but blocked outright while another thread's client asks.""
 from __future__ import annotations
 
 import asyncio
+import sys
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
 from typing import Any
 
+import uvicorn
+
+from bot.adapters.mcp.loops import SWITCH_INTERVAL_S, OwnLoopServer
 from bot.compose import Services
 from tests.adapters.mcp.conftest import TOKEN_A, TOKEN_B, client
 from tests.fakes.anthropic_api import FakeAnthropic
+from tests.process import eventually
 
 BLOCKED_AT_MOST_S = 10
 
@@ -37,6 +44,14 @@ async def test_research_status_answers_while_the_bots_loop_is_blocked(
         assert started.structured_content is not None
         run_id = started.structured_content["run_id"]
         await anthropic_api.wait_for_requests(1)  # researching, its model call held
+
+        async def researching() -> bool:  # the run's events reach its listener a moment later
+            answer = await mcp.call_tool("research_status", {"run_id": run_id})
+            return answer.structured_content is not None and (
+                answer.structured_content["step"] == "researching"
+            )
+
+        await eventually(researching)
 
         with ThreadPoolExecutor(1) as elsewhere:
             # `.result()` blocks this loop, the bot's (its runs, store and fakes run here), until
@@ -70,3 +85,34 @@ async def test_research_status_answers_while_the_bots_loop_is_blocked(
     assert stored.structured_content is not None
     assert [run["run_id"] for run in stored.structured_content["runs"]] == [run_id]
     assert services.runs.get_active(run_id) is not None
+
+
+async def _nothing(scope: Any, receive: Any, send: Any) -> None:
+    """An ASGI app that serves nothing: only the servers' own lifetimes matter here."""
+
+
+@asynccontextmanager
+async def _serving() -> AsyncIterator[OwnLoopServer]:
+    server = OwnLoopServer(uvicorn.Config(_nothing, host="127.0.0.1", port=0, lifespan="off"))
+    task = asyncio.create_task(server.serve())
+
+    async def started() -> bool:
+        return server.started
+
+    await eventually(started)
+    try:
+        yield server
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def test_the_lock_is_handed_over_sooner_while_a_server_serves_and_as_before_after() -> None:
+    before = sys.getswitchinterval()
+    assert before != SWITCH_INTERVAL_S
+    async with _serving():
+        assert sys.getswitchinterval() == SWITCH_INTERVAL_S
+        async with _serving():  # overlapping servers: the first to stop leaves it to the other
+            pass
+        assert sys.getswitchinterval() == SWITCH_INTERVAL_S
+    assert sys.getswitchinterval() == before
