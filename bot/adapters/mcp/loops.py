@@ -27,7 +27,7 @@ SWITCH_INTERVAL_S = 0.001
 """How long a thread may hold the interpreter's lock while another waits for it, while an
 `OwnLoopServer` serves (Python's default: 5 ms). A request's few turns of the server's loop each
 wait up to that long for the bot's busy loop to let go: in a burst of 50 runs, `research_status`
-took 14-18 ms inside the server at p99 with 5 ms, 9-11 ms with 1 ms (bench/mcp_serve.py)."""
+took 12-18 ms inside the server at p99 with 5 ms, 9-11 ms with 1 ms (bench/mcp_serve.py)."""
 
 
 class HasHome(Protocol):
