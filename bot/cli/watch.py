@@ -18,8 +18,9 @@ from bot.cli.common import check_output, err, fail, load_settings, log_to_termin
 from bot.config import Settings
 from bot.domain import Depth, Mode, Origin, Request, strip_controls, validate_topic
 from bot.errors import BotError, NotFoundError, RequestError
-from bot.watches.cadence import parse_cadence
+from bot.watches.cadence import parse_cadence, zone
 from bot.watches.model import NewWatch, Watch, WatchStatus
+from bot.watches.zones import known_zone
 
 if TYPE_CHECKING:
     from bot.cli import terminal_run
@@ -50,6 +51,7 @@ def add(
     every: Annotated[str, typer.Option(help="daily, weekdays, weekly or monthly.")] = "weekly",
     deep: Annotated[bool, typer.Option("--deep", help="Research each time in depth.")] = False,
     mode: Annotated[Mode, typer.Option(help="What kind of research.")] = Mode.COMPANY,
+    tz: Annotated[str, typer.Option(help="The hour's time zone, such as Europe/Berlin.")] = "UTC",
 ) -> None:
     """Keep a topic researched again each period, at this hour. Only stores the watch: its
     first report is made by `watch run ID`, or at once by a running `serve`."""
@@ -60,6 +62,7 @@ def add(
             mode=mode,
             depth=Depth.DEEP if deep else Depth.QUICK,
             cadence=parse_cadence(every),
+            tz=known_zone(tz),
         )
         settings = load_settings()
         async with _writer(settings) as store:
@@ -94,6 +97,7 @@ def as_json_row(watch: Watch) -> dict[str, object]:
         "topic": watch.topic,
         "channel": watch.channel,
         "cadence": watch.cadence.value,
+        "tz": watch.tz,
         "status": watch.status.value,
         "paused_reason": watch.paused_reason,
         "next_run_at": watch.next_run_at.isoformat(),
@@ -105,7 +109,8 @@ def as_json_row(watch: Watch) -> dict[str, object]:
 def _line(watch: Watch) -> str:
     depth = ", deep" if watch.depth is Depth.DEEP else ""
     state = f"paused ({watch.paused_reason})" if watch.status is WatchStatus.PAUSED else "next"
-    when = "" if watch.status is WatchStatus.PAUSED else f" {watch.next_run_at:%Y-%m-%d %H:%M} UTC"
+    local = watch.next_run_at.astimezone(zone(watch.tz))
+    when = "" if watch.status is WatchStatus.PAUSED else f" {local:%Y-%m-%d %H:%M} {watch.tz}"
     last = "" if watch.last_run_id is None else f", last run {watch.last_run_id}"
     where = "" if watch.platform == "terminal" else f" [{watch.platform} {watch.channel}]"
     return strip_controls(

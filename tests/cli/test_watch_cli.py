@@ -8,6 +8,7 @@ import asyncio
 import json
 from datetime import datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 from typer.testing import CliRunner
 
@@ -38,6 +39,7 @@ def test_a_watch_is_added_listed_paused_resumed_and_ended(tmp_path: Path) -> Non
         "topic",
         "channel",
         "cadence",
+        "tz",
         "status",
         "paused_reason",
         "next_run_at",
@@ -58,6 +60,18 @@ def test_a_watch_is_added_listed_paused_resumed_and_ended(tmp_path: Path) -> Non
     assert run("list")[1].startswith("No watches yet")
 
 
+def test_a_watch_keeps_the_hour_in_the_time_zone_it_is_given(tmp_path: Path) -> None:
+    env = {"RESEARCH_BOT_DB": str(tmp_path / "runs.sqlite3")}
+
+    added = CliRunner().invoke(app, ["watch", "add", "Acme", "--tz", "asia/tokyo"], env=env)
+    [row] = json.loads(CliRunner().invoke(app, ["watch", "list", "--json"], env=env).stdout)
+
+    assert added.exit_code == 0
+    assert row["tz"] == "Asia/Tokyo"
+    due = datetime.fromisoformat(row["next_run_at"]).astimezone(ZoneInfo("Asia/Tokyo"))
+    assert f"next {due:%Y-%m-%d %H:%M} Asia/Tokyo" in added.stdout
+
+
 def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
     runner = CliRunner()
     env = {"RESEARCH_BOT_DB": str(tmp_path / "runs.sqlite3"), "RESEARCH_BOT_MAX_WATCHES": "1"}
@@ -69,6 +83,11 @@ def test_bad_input_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
     assert run("add", "Acme", "--every", "hourly") == (
         2,
         "research-bot: Unknown cadence 'hourly': use one of daily, weekdays, weekly, monthly.",
+    )
+    assert run("add", "Acme", "--tz", "Mars/Base") == (
+        2,
+        "research-bot: Unknown time zone 'Mars/Base': give its name in the tz database, "
+        "such as Europe/Berlin or America/New_York.",
     )
     assert run("pause", "w000000") == (1, "research-bot: No watch w000000 here.")
     assert run("add", "Acme")[0] == 0

@@ -211,6 +211,14 @@ class World:
         data = {"id": snowflake(), "name": "research", "type": 1, "options": [subcommand]}
         return self._interaction(2, person, data, locale=locale)
 
+    def autocomplete(self, person: Json, sub: str, focused: str, typed: str) -> Json:
+        """What Discord sends while `person` types `typed` into `/research <sub>`'s `focused`
+        option (an autocomplete interaction, type 4): the bot answers with choices."""
+        option = {"name": focused, "type": 3, "value": typed, "focused": True}
+        subcommand = {"name": sub, "type": 1, "options": [option]}
+        data = {"id": snowflake(), "name": "research", "type": 1, "options": [subcommand]}
+        return self._interaction(4, person, data)
+
     def dm_command(self, person: Json, sub: str, **options: str | int) -> Json:
         """`/research …` by a person who installed the app to their account, in a DM with a
         friend (context 2, a private channel): no guild, and only the user install authorized

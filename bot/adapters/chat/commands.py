@@ -51,7 +51,8 @@ DISCORD_USAGE = (
     "`/research search words:<words>`, "
     "`/research usage [days:<n>]`, "
     "`/research show run:<id>`, `/research export run:<id> format:<format>`, "
-    "`/research watch topic:<company> [every:<cadence>] [depth:deep] [mode:contracts]` "
+    "`/research watch topic:<company> [every:<cadence>] [depth:deep] [mode:contracts] "
+    "[timezone:<zone>]` "
     "(its reports in this channel), `/research watches`, `/research watch-pause watch:<id>`, "
     "`/research watch-resume watch:<id>`, `/research unwatch watch:<id>`. "
     f"Topics are at most {MAX_TOPIC_CHARS} characters."
@@ -90,6 +91,9 @@ class Command(BaseModel):
     """What a `search` looks for, as typed."""
     cadence: Cadence = Cadence.WEEKLY
     """How often a `watch` researches its topic again."""
+    tz: str | None = None
+    """A `watch`'s time zone when its maker named one (Discord's `timezone:`); else the
+    platform's for that person (Slack's profile)."""
     watch_id: str = ""
     """The watch an `unwatch`, `pause` or `resume` changes."""
 

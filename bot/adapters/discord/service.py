@@ -91,8 +91,8 @@ NO_WATCH_HERE = (
 async def answer_watch(
     watches: WatchCommands, interaction: discord.Interaction[Any], wanted: Wanted
 ) -> None:
-    """A watch command, answered privately. Watches keep UTC (Discord does not say a person's
-    time zone); an admin is whoever may manage the server."""
+    """A watch command, answered privately. A watch keeps the time zone its maker named, or
+    UTC (Discord does not say a person's); an admin is whoever may manage the server."""
     await interaction.response.defer(ephemeral=True, thinking=True)
     try:
         command = wanted()
@@ -103,7 +103,7 @@ async def answer_watch(
     if command.kind == "watch" and lives_in_interaction(interaction):
         reply = Reply(text=NO_WATCH_HERE)
     elif command.kind == "watch":
-        reply = await watches.add(caller, command)
+        reply = await watches.add(caller, command, command.tz or "UTC")
     elif command.kind == "watches":
         reply = await watches.list(caller)
     else:

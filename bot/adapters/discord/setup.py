@@ -17,6 +17,7 @@ from bot.config import Settings
 from bot.domain import Depth, Mode
 from bot.errors import ConfigError
 from bot.watches.cadence import Cadence
+from bot.watches.zones import known_zone, zones_like
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +97,10 @@ def research_commands() -> app_commands.Group:
     @group.command(name="watch", description="Research a topic again each period, in this channel")
     @app_commands.describe(
         topic="The company, or tender filters with mode:contracts",
-        every="How often (weekly unless you say), at this hour (UTC)",
+        every="How often (weekly unless you say), at this hour",
         depth=DEPTH_HELP,
         mode="company (default) or contracts",
+        timezone="Whose hour: Europe/Berlin, America/New_York … (UTC unless you say)",
     )
     @app_commands.choices(every=CADENCES, depth=DEPTHS, mode=MODES)
     async def watch(
@@ -107,12 +109,20 @@ def research_commands() -> app_commands.Group:
         every: str = Cadence.WEEKLY.value,
         depth: str = Depth.QUICK.value,
         mode: str = Mode.COMPANY.value,
+        timezone: app_commands.Range[str, 1, 60] | None = None,
     ) -> None:
         def wanted() -> Command:
             run = research_command(topic, Mode(mode), Depth(depth), usage="")
-            return run.model_copy(update={"kind": "watch", "cadence": Cadence(every)})
+            tz = None if timezone is None else known_zone(timezone)
+            return run.model_copy(update={"kind": "watch", "cadence": Cadence(every), "tz": tz})
 
         await _handler(interaction).on_watch(interaction, wanted)
+
+    @watch.autocomplete("timezone")
+    async def zones(
+        interaction: discord.Interaction[Any], typed: str
+    ) -> list[app_commands.Choice[str]]:
+        return [app_commands.Choice(name=zone, value=zone) for zone in zones_like(typed)]
 
     @group.command(name="watches", description="This channel's watches (only you see it)")
     async def watches(interaction: discord.Interaction[Any]) -> None:

@@ -38,12 +38,17 @@ async def test_sync_registers_one_research_command_globally(fake: FakeDiscord) -
         "watch-resume",
         "unwatch",
     ]
-    topic, every, _, mode = options["watch"]["options"]
+    topic, every, _, mode, timezone = options["watch"]["options"]
     assert (topic["name"], topic["required"], topic["max_length"]) == ("topic", True, 300)
     assert [c["value"] for c in every["choices"]] == ["daily", "weekdays", "weekly", "monthly"]
     assert (every["required"], [c["value"] for c in mode["choices"]]) == (
         False,
         ["company", "contracts"],
+    )
+    assert (timezone["name"], timezone["required"], timezone["autocomplete"]) == (
+        "timezone",
+        False,
+        True,
     )
     assert [o["name"] for o in options["unwatch"]["options"]] == ["watch"]
     (words,) = options["search"]["options"]

@@ -1,7 +1,8 @@
 """`/research watch`, `watches`, `watch-pause`, `watch-resume` and `unwatch` on Discord, through
-the real client started by `serve_discord`: a watch is its channel's (in UTC), changed only by
-the person who made it or someone who may manage the server, unknown from elsewhere; and the
-front end's plain notice in a channel."""
+the real client started by `serve_discord`: a watch is its channel's (in UTC unless its maker
+names a time zone, suggested as it is typed), changed only by the person who made it or someone
+who may manage the server, unknown from elsewhere; and the front end's plain notice in a
+channel."""
 
 from __future__ import annotations
 
@@ -99,9 +100,44 @@ async def test_another_channels_watch_is_unknown_and_the_limit_holds(
     too_many = await bot.command(world.alice, "watch", topic="Initech")
 
     assert answer == f"No watch `{watch_id}` in this channel. `/research watches` lists them."
-    assert too_many == "No more watches here: 1 is the most (RESEARCH_BOT_MAX_WATCHES). End one first."
+    assert (
+        too_many == "No more watches here: 1 is the most (RESEARCH_BOT_MAX_WATCHES). End one first."
+    )
     (kept,) = await bot.store.list_watches("discord", world.guild_id)
     assert kept.id == watch_id
+
+
+async def test_a_watch_keeps_the_time_zone_its_maker_names_and_an_unknown_one_is_said(
+    bot: DiscordBot, fake: FakeDiscord
+) -> None:
+    world = fake.guild
+    unknown = await bot.command(world.alice, "watch", topic="Acme Robotics", timezone="Mars/Base")
+    assert await bot.store.list_watches("discord", world.guild_id) == []
+
+    answer = await bot.command(
+        world.alice, "watch", topic="Acme Robotics", timezone="  america/new york "
+    )
+
+    assert unknown == (
+        "Unknown time zone 'Mars/Base': give its name in the tz database, such as "
+        "Europe/Berlin or America/New_York."
+    )
+    (watch,) = await bot.store.list_watches("discord", world.guild_id)
+    assert watch.tz == "America/New_York"
+    assert f"{watch.hour:02d}:{watch.minute:02d} (America/New_York)" in answer
+
+
+async def test_the_time_zone_is_suggested_as_it_is_typed(
+    bot: DiscordBot, fake: FakeDiscord
+) -> None:
+    payload = fake.guild.autocomplete(fake.guild.alice, "watch", "timezone", "berl")
+    await fake.dispatch("INTERACTION_CREATE", payload)
+    call = await fake.wait_for_call("POST", rf"/interactions/{payload['id']}/.+/callback")
+
+    assert call.body == {
+        "type": 8,
+        "data": {"choices": [{"name": "Europe/Berlin", "value": "Europe/Berlin"}]},
+    }
 
 
 async def test_a_watch_needs_a_channel_the_bot_may_post_in(
