@@ -16,7 +16,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -28,6 +28,7 @@ from bot.errors import BotError, ConfigError
 if TYPE_CHECKING:
     import uvicorn
 
+    from bot.adapters.mcp.runs import McpRuns
     from bot.compose import Services
     from bot.runs.manager import RunListener, RunManager
     from bot.runs.watch_scheduler import WatchScheduler
@@ -89,35 +90,59 @@ async def serve_platforms(
     await asyncio.to_thread(language.warm)
     async with open_services(settings, replica=True) as services:
         freeze_startup_heap()
+        mcp = _mcp_beside(services, host)  # its port is bound here: one in use stops it all now
         tasks = [
             asyncio.create_task(_server(name, services, port), name=f"serve-{name}")
             for name in names
         ]
-        mcp = _mcp_beside(services, host)
         if mcp is not None:
-            tasks.append(asyncio.create_task(mcp.serve(), name="serve-mcp"))
+            tasks.append(asyncio.create_task(mcp.server.serve(), name="serve-mcp"))
         watches = _watch_clock(services)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        stopping = asyncio.create_task(stop.wait())
         log.info("serving %s", ", ".join(names))
-        await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+        await _until_stopped(tasks)
         abandon_stop_after(STOP_WITHIN_S)  # covers closing the services too
         if mcp is not None:
-            mcp.should_exit = True
+            mcp.stop()
         await watches.stop()
         # Runs first, while the platforms can still deliver a report that is on its way.
         await services.runs.shutdown()
-        for task in [*tasks, stopping]:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await _ended(tasks)
 
 
-def _mcp_beside(services: Services, host: str) -> uvicorn.Server | None:
+async def _until_stopped(tasks: list[asyncio.Task[None]]) -> None:
+    """Until SIGTERM or Ctrl-C, or until one of `tasks` (the servers) ends by itself: one that
+    could not start. The signals are heard here, never by uvicorn, which would raise them again
+    once its own server stopped and so end the process before the runs are left in order."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    stopping = asyncio.create_task(stop.wait())
+    await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+
+
+async def _ended(tasks: list[asyncio.Task[None]]) -> None:
+    """The servers stopped (the MCP server's thread once its connections have closed, within
+    its grace); raises what ended one that stopped by itself."""
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+class _Mcp(NamedTuple):
+    server: uvicorn.Server
+    service: McpRuns
+
+    def stop(self) -> None:
+        """No new request, and the calls waiting for a run answer now with its id."""
+        self.service.stop()
+        self.server.should_exit = True
+
+
+def _mcp_beside(services: Services, host: str) -> _Mcp | None:
     """With RESEARCH_BOT_MCP_TOKENS set, the MCP server at /mcp beside the chat platforms, on
     `host` and RESEARCH_BOT_MCP_PORT (behind its tokens, so any address may serve it)."""
     from bot.adapters.mcp.settings import load_mcp_settings
@@ -132,7 +157,7 @@ def _mcp_beside(services: Services, host: str) -> uvicorn.Server | None:
     service = McpRuns(services.store, services.runs, services.followups)
     app = mcp_app(service, Tokens.parse(settings.tokens), wait_s=settings.wait_s, host=host)
     log.info("serving MCP at http://%s:%d/mcp", host, settings.port)
-    return http_server(app, host, settings.port, beside=True)
+    return _Mcp(http_server(app, host, settings.port), service)
 
 
 def _watch_clock(services: Services) -> WatchScheduler:
@@ -188,11 +213,14 @@ async def serve_mcp(settings: Settings, host: str, port: int | None) -> None:
         freeze_startup_heap()
         service = McpRuns(services.store, services.runs, services.followups)
         app = mcp_app(service, tokens, wait_s=mcp.wait_s, host=host)
-        server = http_server(app, host, port or mcp.port)
+        served = _Mcp(http_server(app, host, port or mcp.port), service)
+        serving = [asyncio.create_task(served.server.serve(), name="serve-mcp")]
         log.info("serving MCP at http://%s:%d/mcp", host, port or mcp.port)
-        await server.serve()  # until SIGTERM or Ctrl-C, which uvicorn hears itself
+        await _until_stopped(serving)
         abandon_stop_after(STOP_WITHIN_S)
+        served.stop()
         await services.runs.shutdown()
+        await _ended(serving)
 
 
 def abandon_stop_after(

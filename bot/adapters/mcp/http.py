@@ -5,10 +5,10 @@ server serves only a loopback address, and its callers are the terminal's (as ov
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import ipaddress
 import logging
-from collections.abc import Iterator
+import socket
 from typing import Any
 
 import uvicorn
@@ -24,6 +24,9 @@ from bot.errors import ConfigError
 
 log = logging.getLogger(__name__)
 PATH = "/mcp"
+STOP_GRACE_S = 5
+"""How long a stopping server waits for its requests in flight (a session's open stream would
+keep it for ever) before it cancels them."""
 
 
 def is_loopback(host: str) -> bool:
@@ -92,15 +95,44 @@ def mcp_app(service: McpRuns, tokens: Tokens, *, wait_s: float, host: str) -> AS
     return RequireToken(app, tokens)
 
 
-def http_server(app: ASGIApp, host: str, port: int, *, beside: bool = False) -> uvicorn.Server:
-    """A uvicorn server for `app`, on a loop of its own (`loops`); `serve()` it. No access log:
-    it has nothing a person needs. `beside` other front ends, the signals are `serve`'s own:
-    set `should_exit` to stop it."""
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-    return _Beside(config) if beside else OwnLoopServer(config)
+def http_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
+    """A uvicorn server for `app`, on a loop of its own (`loops`); `serve()` it, and set
+    `should_exit` to stop it. Its address is bound at once, so a port in use is said here in
+    one line (ConfigError), where uvicorn would log it and exit. No access log: it has nothing
+    a person needs."""
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=STOP_GRACE_S,
+    )
+    return _Bound(config, _bound(host, port))
 
 
-class _Beside(OwnLoopServer):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
+def _bound(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family)
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise ConfigError(
+                f"port {port} is already in use: stop the other process, or serve MCP on "
+                "another port (--port, RESEARCH_BOT_MCP_PORT)"
+            ) from None
+        raise ConfigError(
+            f"The MCP server cannot listen on {host}:{port} ({error.strerror or error}): "
+            "use an address of this machine, such as 127.0.0.1 or 0.0.0.0."
+        ) from None
+
+
+class _Bound(OwnLoopServer):
+    """Serves the socket bound when it was made."""
+
+    def __init__(self, config: uvicorn.Config, bound: socket.socket) -> None:
+        super().__init__(config)
+        self._bound = bound
+
+    async def serve(self, sockets: Any = None) -> None:
+        await super().serve(sockets or [self._bound])

@@ -58,8 +58,8 @@ def at_home(
 
 class OwnLoopServer(uvicorn.Server):
     """A uvicorn server that serves from a thread with an event loop of its own. `serve()` is
-    awaited as usual, and returns (or raises) as the thread's server does. Signals stay with
-    the main thread: uvicorn's own handlers, which set `should_exit`, the thread's loop sees."""
+    awaited as usual, and returns (or raises) as the thread's server does. It hears no signal:
+    whoever serves it sets `should_exit` to stop it (`serve` hears SIGTERM and Ctrl-C itself)."""
 
     async def serve(self, sockets: Any = None) -> None:
         home = asyncio.get_running_loop()
@@ -83,12 +83,15 @@ class OwnLoopServer(uvicorn.Server):
             with contextlib.suppress(RuntimeError):
                 home.call_soon_threadsafe(settle, error)
 
-        with self.capture_signals(), _prompt_handovers():
+        with _prompt_handovers():
             threading.Thread(target=serving, name="mcp-http", daemon=True).start()
             try:
                 await asyncio.shield(done)
             except asyncio.CancelledError:
+                # Cancelled is stopped: after its connections close (`timeout_graceful_shutdown`),
+                # so no request is cut off while the process goes on to close the store.
                 self.should_exit = True
+                await asyncio.wait([done])
                 raise
 
 

@@ -63,11 +63,21 @@ class McpRuns:
         self._ended: OrderedDict[str, tuple[RunRecord, RunState]] = OrderedDict()
         """The newest runs that ended while followed here, with their final state: a finished
         run does not change, so asking again needs no store read."""
+        self.stopping = False
+
+    def stop(self) -> None:
+        """The server stops (called on `home`): the calls waiting for a run answer now, with its
+        id (the run is kept for the next start to finish), and no run starts from here."""
+        self.stopping = True
+        for live in self._live.values():
+            live.changed.set()
 
     @at_home
     async def start(
         self, caller: Caller, topic: str, mode: str, depth: str, language: str | None
     ) -> tuple[RunState, LiveRun]:
+        if self.stopping:
+            raise RequestError("The server is stopping: start the research again in a minute.")
         request = Request(
             topic=topic,
             mode=_choice(Mode, mode, "mode"),
@@ -140,7 +150,7 @@ class McpRuns:
         while not live.finished.is_set():
             live.changed.clear()
             left = until - loop.time()
-            if left <= 0:
+            if left <= 0 or self.stopping:
                 return None
             try:
                 async with asyncio.timeout(left):

@@ -192,8 +192,10 @@ def _research_tool(server: MCPServer, service: McpRuns, caller_of: CallerOf, wai
         assert record is not None  # `start` set it
         state = await _guarded(service.state(record))
         if ended is None:
-            text = (
-                f"{state.text()}\nStill researching after {wait_s:g} s: research_status follows it."
+            why = (
+                "The server is stopping: the run is kept and finishes once it is back"
+                if service.stopping
+                else f"Still researching after {wait_s:g} s"
             )
-            return tool_result(state, text)
+            return tool_result(state, f"{state.text()}\n{why}: research_status follows it.")
         return await ended_result(service, caller, state)

@@ -25,7 +25,8 @@ from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
-from tests.process import eventually
+from tests.process import Cli, eventually
+from tests.replica_world import free_port
 
 REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n\n## Overview\nFounded 2015 [1].\n"
 TOKEN_A = "token-of-workspace-a-0123456789"
@@ -96,3 +97,26 @@ async def client(
         ) as session,
     ):
         yield session
+
+
+@asynccontextmanager
+async def serving(cli: Cli) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
+    """One `serve mcp` process, once it answers HTTP (401 without a token)."""
+    port = free_port()
+    process = await cli.start("serve", "mcp", "--port", str(port))
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    async def answers() -> bool:
+        try:
+            async with httpx2.AsyncClient() as http:
+                return (await http.post(url, json={})).status_code == 401
+        except httpx2.TransportError:
+            return False
+
+    try:
+        await eventually(answers, within_s=30, every_s=0.05)
+        yield process, url
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()

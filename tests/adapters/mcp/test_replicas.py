@@ -14,38 +14,15 @@ import httpx2
 from mcp.client.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.adapters.mcp.conftest import serving
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic, reply_text, reply_tools
 from tests.fakes.tavily_api import FakeTavily
 from tests.fakes.web import FakeWeb
 from tests.process import Cli, eventually
-from tests.replica_world import free_port
 
 REPORT = "# Acme Robotics\n\n## TL;DR\n- Builds robots [1].\n"
 TOKEN = "token-of-the-replica-test-0123"
-
-
-@asynccontextmanager
-async def serving(cli: Cli) -> AsyncIterator[tuple[asyncio.subprocess.Process, str]]:
-    """One `serve mcp` process, once it answers HTTP (401 without a token)."""
-    port = free_port()
-    process = await cli.start("serve", "mcp", "--port", str(port))
-    url = f"http://127.0.0.1:{port}/mcp"
-
-    async def answers() -> bool:
-        try:
-            async with httpx2.AsyncClient() as http:
-                return (await http.post(url, json={})).status_code == 401
-        except httpx2.TransportError:
-            return False
-
-    try:
-        await eventually(answers, within_s=30, every_s=0.05)
-        yield process, url
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await process.wait()
 
 
 @asynccontextmanager
