@@ -113,9 +113,14 @@ def http_server(app: ASGIApp, host: str, port: int) -> uvicorn.Server:
 
 def _bound(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # TCP named: asyncio turns Nagle's algorithm off only on sockets that say so, and with it
+    # on, every answer waits about 40 ms for the client's delayed acknowledgement.
+    bound = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
-        return socket.create_server((host, port), family=family)
+        bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        bound.bind((host, port))
     except OSError as error:
+        bound.close()
         if error.errno == errno.EADDRINUSE:
             raise ConfigError(
                 f"port {port} is already in use: stop the other process, or serve MCP on "
@@ -125,6 +130,7 @@ def _bound(host: str, port: int) -> socket.socket:
             f"The MCP server cannot listen on {host}:{port} ({error.strerror or error}): "
             "use an address of this machine, such as 127.0.0.1 or 0.0.0.0."
         ) from None
+    return bound
 
 
 class _Bound(OwnLoopServer):

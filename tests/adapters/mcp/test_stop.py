@@ -93,3 +93,20 @@ def test_a_port_in_use_or_an_address_not_of_this_machine_is_one_line() -> None:
     assert str(elsewhere.value).endswith(
         "use an address of this machine, such as 127.0.0.1 or 0.0.0.0."
     )
+
+
+async def test_the_server_answers_without_waiting_for_the_clients_acknowledgement() -> None:
+    server = http_server(_nothing, "127.0.0.1", 0)
+    serving = asyncio.create_task(server.serve())
+
+    async def started() -> bool:
+        return server.started
+
+    await eventually(started)
+    try:
+        # asyncio sets TCP_NODELAY on the connections of a listening socket that names TCP;
+        # on one that does not, each small answer waited ~40 ms (bench/mcp_serve.py).
+        assert server.servers[0].sockets[0].proto == socket.IPPROTO_TCP
+    finally:
+        server.should_exit = True
+        await serving
