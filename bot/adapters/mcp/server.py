@@ -193,7 +193,7 @@ def _research_tool(server: MCPServer, service: McpRuns, caller_of: CallerOf, wai
         state = await _guarded(service.state(record))
         if ended is None:
             why = (
-                "The server is stopping: the run is kept and finishes once it is back"
+                "The server is stopping; the run is kept and finishes once it is back"
                 if service.stopping
                 else f"Still researching after {wait_s:g} s"
             )
