@@ -3,7 +3,9 @@ bot, in one process on one runs service; SIGTERM (serve's own, not uvicorn's) st
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,6 +26,19 @@ SECRET = "beside-secret"
 TOKEN = "token-of-the-beside-test-0123"
 
 
+def _beside(world: dict[str, str], slack: FakeSlack) -> tuple[dict[str, str], str]:
+    """`serve`'s settings with the Slack bot and MCP beside it, and the /mcp address."""
+    port = free_port()
+    env = world | {
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "RESEARCH_BOT_MCP_TOKENS": json.dumps({TOKEN: "acme-agents"}),
+        "RESEARCH_BOT_MCP_PORT": str(port),
+    }
+    return env, f"http://127.0.0.1:{port}/mcp"
+
+
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack() as fake:
@@ -37,15 +52,7 @@ async def test_serve_answers_mcp_beside_slack_behind_its_tokens(
     web: FakeWeb,
     slack: FakeSlack,
 ) -> None:
-    port = free_port()
-    env = world_env(tmp_path, anthropic_api, tavily, web) | {
-        "SLACK_BOT_TOKEN": slack.token,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": slack.api_url,
-        "RESEARCH_BOT_MCP_TOKENS": json.dumps({TOKEN: "acme-agents"}),
-        "RESEARCH_BOT_MCP_PORT": str(port),
-    }
-    url = f"http://127.0.0.1:{port}/mcp"
+    env, url = _beside(world_env(tmp_path, anthropic_api, tavily, web), slack)
     async with replicas(Cli(tmp_path, env), 1, SECRET) as [bot]:
         assert await bot.sender.command("Acme Robotics") == (200, "")
         async with httpx2.AsyncClient() as http:
@@ -60,3 +67,34 @@ async def test_serve_answers_mcp_beside_slack_behind_its_tokens(
     assert refused.status_code == 401 and refused.content == b""
     assert not listed.is_error and listed.structured_content is not None
     assert bot.process.returncode == 0  # stopped by serve's own SIGTERM handling
+
+
+async def test_a_stop_answers_the_mcp_call_still_waiting_for_its_run(
+    tmp_path: Path,
+    anthropic_api: FakeAnthropic,
+    tavily: FakeTavily,
+    web: FakeWeb,
+    slack: FakeSlack,
+) -> None:
+    env, url = _beside(world_env(tmp_path, anthropic_api, tavily, web), slack)
+    anthropic_api.hold()  # the run is researching when the deploy stops the bot
+    async with replicas(Cli(tmp_path, env), 1, SECRET) as [bot]:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=20) as http,
+            Client(streamable_http_client(url, http_client=http), cache=None) as mcp,
+        ):
+            await mcp.list_tools()
+            answering = asyncio.create_task(mcp.call_tool("research", {"topic": "Acme Robotics"}))
+            await anthropic_api.wait_for_requests(1)
+            bot.process.send_signal(signal.SIGTERM)
+            answer = await answering
+        await bot.process.wait()
+
+    assert bot.process.returncode == 0
+    assert not answer.is_error, answer.content
+    assert answer.content[0].text.splitlines()[-1] == (  # type: ignore[union-attr]
+        "The server is stopping; the run is kept and finishes once it is back: "
+        "research_status follows it."
+    )
+    assert not [line for line in bot.lines if "Traceback" in line]
