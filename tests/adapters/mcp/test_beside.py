@@ -11,9 +11,8 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from mcp.client.client import Client
-from mcp.client.streamable_http import streamable_http_client
 
+from tests.adapters.mcp.conftest import client
 from tests.conftest import world_env
 from tests.fakes.anthropic_api import FakeAnthropic
 from tests.fakes.slack_api import FakeSlack
@@ -26,42 +25,35 @@ SECRET = "beside-secret"
 TOKEN = "token-of-the-beside-test-0123"
 
 
-def _beside(world: dict[str, str], slack: FakeSlack) -> tuple[dict[str, str], str]:
-    """`serve`'s settings with the Slack bot and MCP beside it, and the /mcp address."""
-    port = free_port()
-    env = world | {
-        "SLACK_BOT_TOKEN": slack.token,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": slack.api_url,
-        "RESEARCH_BOT_MCP_TOKENS": json.dumps({TOKEN: "acme-agents"}),
-        "RESEARCH_BOT_MCP_PORT": str(port),
-    }
-    return env, f"http://127.0.0.1:{port}/mcp"
-
-
 @pytest.fixture
 async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack() as fake:
         yield fake
 
 
-async def test_serve_answers_mcp_beside_slack_behind_its_tokens(
-    tmp_path: Path,
-    anthropic_api: FakeAnthropic,
-    tavily: FakeTavily,
-    web: FakeWeb,
-    slack: FakeSlack,
-) -> None:
-    env, url = _beside(world_env(tmp_path, anthropic_api, tavily, web), slack)
-    async with replicas(Cli(tmp_path, env), 1, SECRET) as [bot]:
+@pytest.fixture
+def beside(
+    tmp_path: Path, anthropic_api: FakeAnthropic, tavily: FakeTavily, web: FakeWeb, slack: FakeSlack
+) -> tuple[Cli, str]:
+    """`serve` with the Slack bot and MCP beside it, against the fakes, and its /mcp address."""
+    port = free_port()
+    env = world_env(tmp_path, anthropic_api, tavily, web) | {
+        "SLACK_BOT_TOKEN": slack.token,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "RESEARCH_BOT_MCP_TOKENS": json.dumps({TOKEN: "acme-agents"}),
+        "RESEARCH_BOT_MCP_PORT": str(port),
+    }
+    return Cli(tmp_path, env), f"http://127.0.0.1:{port}/mcp"
+
+
+async def test_serve_answers_mcp_beside_slack_behind_its_tokens(beside: tuple[Cli, str]) -> None:
+    cli, url = beside
+    async with replicas(cli, 1, SECRET) as [bot]:
         assert await bot.sender.command("Acme Robotics") == (200, "")
         async with httpx2.AsyncClient() as http:
             refused = await http.post(url, json={})
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=20) as http,
-            Client(streamable_http_client(url, http_client=http), cache=None) as mcp,
-        ):
+        async with client(url, TOKEN) as mcp:
             listed = await mcp.call_tool("list_runs", {})
 
     assert refused.status_code == 401 and refused.content == b""
@@ -70,20 +62,12 @@ async def test_serve_answers_mcp_beside_slack_behind_its_tokens(
 
 
 async def test_a_stop_answers_the_mcp_call_still_waiting_for_its_run(
-    tmp_path: Path,
-    anthropic_api: FakeAnthropic,
-    tavily: FakeTavily,
-    web: FakeWeb,
-    slack: FakeSlack,
+    beside: tuple[Cli, str], anthropic_api: FakeAnthropic
 ) -> None:
-    env, url = _beside(world_env(tmp_path, anthropic_api, tavily, web), slack)
+    cli, url = beside
     anthropic_api.hold()  # the run is researching when the deploy stops the bot
-    async with replicas(Cli(tmp_path, env), 1, SECRET) as [bot]:
-        headers = {"Authorization": f"Bearer {TOKEN}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=20) as http,
-            Client(streamable_http_client(url, http_client=http), cache=None) as mcp,
-        ):
+    async with replicas(cli, 1, SECRET) as [bot]:
+        async with client(url, TOKEN) as mcp:
             await mcp.list_tools()
             answering = asyncio.create_task(mcp.call_tool("research", {"topic": "Acme Robotics"}))
             await anthropic_api.wait_for_requests(1)
