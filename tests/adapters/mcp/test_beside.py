@@ -1,5 +1,6 @@
 """`research-bot serve` with RESEARCH_BOT_MCP_TOKENS: the MCP server at /mcp beside the Slack
-bot, in one process on one runs service; SIGTERM (serve's own, not uvicorn's) stops both."""
+bot, in one process on one runs service; SIGTERM (serve's own, not uvicorn's) stops both, and
+an MCP `research` call still waiting is answered with its run's id."""
 
 from __future__ import annotations
 
