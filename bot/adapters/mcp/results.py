@@ -11,6 +11,14 @@ from bot.adapters.mcp.models import RunState
 from bot.adapters.mcp.runs import McpRuns
 from bot.errors import BotError
 
+FAILED_INSIDE = "Something went wrong inside the bot (it is logged): try again."
+"""What a caller is told of a fault of the bot's own (the fault itself is logged)."""
+
+
+def tool_error(text: str) -> CallToolResult:
+    """A tool's refusal or failure, in one sentence."""
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
 
 def tool_result(model: BaseModel, text: str) -> CallToolResult:
     """A tool's answer: readable text, and the model as `structuredContent`."""

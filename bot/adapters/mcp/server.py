@@ -20,7 +20,7 @@ from bot.adapters.mcp.callers import Caller
 from bot.adapters.mcp.listing import REPORT_URI, serve_listing
 from bot.adapters.mcp.live import LiveRun
 from bot.adapters.mcp.models import Answer, Hits, ReportText, RunList, RunState
-from bot.adapters.mcp.results import ended_result, tool_result
+from bot.adapters.mcp.results import FAILED_INSIDE, ended_result, tool_result
 from bot.adapters.mcp.runs import McpRuns
 from bot.adapters.mcp.tasks import TasksExtension
 from bot.errors import BotError
@@ -43,7 +43,7 @@ async def _guarded(work: Awaitable[T]) -> T:
         raise ToolError(str(error)) from None
     except Exception:
         log.exception("an MCP tool failed unexpectedly")
-        raise ToolError("Something went wrong inside the bot (it is logged): try again.") from None
+        raise ToolError(FAILED_INSIDE) from None
 
 
 def _client_cancelled(ctx: Context) -> bool:

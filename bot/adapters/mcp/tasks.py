@@ -32,11 +32,9 @@ from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     CallToolRequestParams,
-    CallToolResult,
     CancelTaskRequestParams,
     GetTaskRequestParams,
     RequestParams,
-    TextContent,
 )
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -44,7 +42,7 @@ from pydantic.alias_generators import to_camel
 
 from bot.adapters.mcp.callers import Caller
 from bot.adapters.mcp.models import RunState
-from bot.adapters.mcp.results import ended_result
+from bot.adapters.mcp.results import FAILED_INSIDE, ended_result, tool_error
 from bot.adapters.mcp.runs import McpRuns
 from bot.domain import RunStatus
 from bot.errors import BotError
@@ -64,7 +62,6 @@ TASK_STATUS: dict[str, TaskStatus] = {
     RunStatus.FAILED: "failed",
     RunStatus.CANCELLED: "cancelled",
 }
-FAILED_INSIDE = "Something went wrong inside the bot (it is logged): try again."
 CallerOf = Callable[[Context], Caller]
 T = TypeVar("T")
 
@@ -144,14 +141,10 @@ class TasksExtension(Extension):
                 caller, args.topic, args.mode, args.depth, args.language
             )
         except (BotError, ToolError) as error:
-            return CallToolResult(
-                content=[TextContent(type="text", text=str(error))], is_error=True
-            )
+            return tool_error(str(error))
         except Exception:
             log.exception("starting a research task failed unexpectedly")
-            return CallToolResult(
-                content=[TextContent(type="text", text=FAILED_INSIDE)], is_error=True
-            )
+            return tool_error(FAILED_INSIDE)
         # `start` returns once the run is stored, so a `tasks/get` for it already resolves.
         assert live.record is not None
         created = live.record.created_at

@@ -40,29 +40,27 @@ from tests.process import eventually
 TASKS = "io.modelcontextprotocol/tasks"
 
 
-class CreatedTask(Result):
-    """The `CreateTaskResult` of the extension's 2026-07-28 revision."""
+class Task(Result):
+    """A task as the extension's 2026-07-28 revision gives it."""
+
+    task_id: str
+    status: str
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl_ms: int | None
+    poll_interval_ms: int | None = None
+
+
+class CreatedTask(Task):
+    """The `CreateTaskResult`: what a `research` call declaring the extension answers."""
 
     result_type: Literal["task"] = "task"
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None = None
 
 
-class DetailedTask(Result):
+class DetailedTask(Task):
     """What `tasks/get` answers: the task, with its result or error once it has ended."""
 
-    task_id: str
-    status: str
-    status_message: str | None = None
-    created_at: str
-    last_updated_at: str
-    ttl_ms: int | None
-    poll_interval_ms: int | None = None
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
 
